@@ -1,0 +1,5 @@
+import sys
+
+from faithrag.cli import main
+
+sys.exit(main())

@@ -1,0 +1,51 @@
+"""Typed errors. Each says what is wrong and what to do; the CLI prints them without a traceback."""
+
+from __future__ import annotations
+
+
+class FaithragError(Exception):
+    """Base class. `hint` tells the user what to do about it."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  -> {self.hint}" if self.hint else self.message
+
+
+class ConfigError(FaithragError):
+    """A configuration value is missing or invalid."""
+
+
+class ModelNotFoundError(FaithragError):
+    """A model preset or path cannot be resolved to a verified GGUF file."""
+
+
+class RuntimeUnavailableError(FaithragError):
+    """An inference runtime (llama-cpp-python, torch, ...) is not installed or cannot load."""
+
+
+class ServerUnreachableError(FaithragError):
+    """An OpenAI-compatible server did not answer after the configured retries."""
+
+
+class ServerRejectedError(FaithragError):
+    """A server answered but refused the request (bad parameter, unsupported feature)."""
+
+
+class EmptyIndexError(FaithragError):
+    """An index directory is missing, empty or inconsistent."""
+
+
+class InputTooLargeError(FaithragError):
+    """An input cannot fit the model's context window even after evidence was truncated."""
+
+
+class DataError(FaithragError):
+    """A dataset file or line is malformed."""
+
+
+class ParseError(FaithragError):
+    """Model output could not be parsed. Callers count these; they never map them to an answer."""

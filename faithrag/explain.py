@@ -1,0 +1,50 @@
+"""Human-readable rendering of a pipeline result and its trace (what `--explain` prints)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from faithrag.pipeline import Result
+
+
+def _short(value: Any, width: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return textwrap.shorten(text, width=width, placeholder=" …")
+
+
+def render_answer(result: Result) -> str:
+    status = "" if result.answer.parse_status == "ok" else f"  [{result.answer.parse_status}]"
+    return f"Answer: {result.answer.text}{status}"
+
+
+def render_explanation(result: Result) -> str:
+    lines = [f"Question: {result.question.text}"]
+    if result.question.choices:
+        lines.append("Options: " + " | ".join(result.question.choices))
+    lines.append("")
+    lines.append(f"Evidence ({len(result.passages)} passages given to the generator):")
+    for i, p in enumerate(result.passages, 1):
+        score = f" score={p.score:.3f}" if p.score is not None else ""
+        lines.append(f"  [{i}] {p.id} ({p.source or 'unknown source'}){score}")
+        lines.append(textwrap.indent(textwrap.fill(_short(p.text, 400), 96), "      "))
+    for r in result.removed:
+        lines.append(f"  removed {r.passage.id}: {r.reason}")
+    lines.append("")
+    lines.append("Stages:")
+    for step in result.trace.steps:
+        tokens = (f", {len(step.llm_calls)} LLM calls, {step.prompt_tokens}+"
+                  f"{step.completion_tokens} tokens" if step.llm_calls else "")
+        lines.append(f"  {step.stage}/{step.name}: {step.seconds:.2f}s{tokens}")
+        if step.decision:
+            lines.append(f"    decision: {step.decision}")
+        for key, value in step.outputs.items():
+            lines.append(f"    {key}: {_short(value)}")
+        for warning in step.warnings:
+            lines.append(f"    warning: {warning}")
+    lines.append("")
+    lines.append(render_answer(result))
+    if result.answer.reason:
+        lines.append(f"Reason: {result.answer.reason}")
+    return "\n".join(lines)

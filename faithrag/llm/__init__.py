@@ -1,0 +1,29 @@
+"""LLM backends behind one protocol (faithrag.llm.base.LLM). Backends are imported lazily."""
+
+from __future__ import annotations
+
+from faithrag.config import LLMConfig
+from faithrag.llm.base import LLM
+
+
+def load_llm(config: LLMConfig) -> LLM:
+    """Build the backend named by `config.backend`."""
+    if config.backend == "llamacpp":
+        from faithrag.llm.llamacpp import LlamaCppLLM
+        return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=config.n_threads,
+                           n_batch=config.n_batch)
+    if config.backend == "openai":
+        from faithrag.llm.openai import OpenAICompatLLM
+        return OpenAICompatLLM(
+            base_url=config.base_url, model=config.model, api_key=config.api_key,
+            tokenizer=config.tokenizer, timeout=config.timeout, max_retries=config.max_retries,
+            concurrency=config.concurrency, logit_bias_cap=config.logit_bias_cap,
+            context_window=config.n_ctx)
+    if config.backend == "transformers":
+        from faithrag.llm.transformers import TransformersLLM
+        return TransformersLLM(config.model, n_ctx=config.n_ctx, torch_dtype=config.torch_dtype)
+    from faithrag.llm.fake import FakeLLM
+    return FakeLLM(context_window=config.n_ctx)
+
+
+__all__ = ["LLM", "load_llm"]

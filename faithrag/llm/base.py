@@ -1,0 +1,169 @@
+"""The LLM protocol every backend implements, and the request/response types it speaks.
+
+A backend offers four things: generation (batched), choice scoring, its tokenizer, and the size
+of its context window. A static per-request `TokenBias` is added to the logits at every decoding
+step, on every backend: as one dense vector (llama.cpp, transformers) or as `logit_bias`
+(OpenAI-compatible servers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class TokenBias:
+    """A static additive logit bias: `logits[ids[j]] += values[j]` at every step.
+
+    Ids are unique and sorted. Build it with `from_mapping` or `combine`; backends turn it into a
+    dense vector once per request (`dense`) or into an OpenAI `logit_bias` map.
+    """
+
+    ids: np.ndarray  # int64, unique, sorted
+    values: np.ndarray  # float32, same length
+
+    @classmethod
+    def from_mapping(cls, bias: Mapping[int, float]) -> TokenBias:
+        ids = np.array(sorted(bias), dtype=np.int64)
+        values = np.array([bias[i] for i in ids.tolist()], dtype=np.float32)
+        return cls(ids, values)
+
+    @classmethod
+    def from_sets(cls, weighted_sets: Sequence[tuple[float, Sequence[int] | set[int]]]) -> TokenBias:
+        """Sum of `weight * indicator(set)` terms, e.g. [(alpha, T_p), (beta, T_c)]."""
+        total: dict[int, float] = {}
+        for weight, ids in weighted_sets:
+            for i in set(int(x) for x in ids):
+                total[i] = total.get(i, 0.0) + float(weight)
+        return cls.from_mapping({i: v for i, v in total.items() if v != 0.0})
+
+    @classmethod
+    def empty(cls) -> TokenBias:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def __bool__(self) -> bool:
+        return self.ids.size > 0
+
+    def dense(self, n_vocab: int) -> np.ndarray:
+        """The bias as a float32 vector of length n_vocab (ids beyond the vocabulary are dropped)."""
+        vec = np.zeros(n_vocab, dtype=np.float32)
+        keep = self.ids < n_vocab
+        vec[self.ids[keep]] = self.values[keep]
+        return vec
+
+    def as_dict(self) -> dict[int, float]:
+        return {int(i): float(v) for i, v in zip(self.ids, self.values)}
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    messages: tuple[Message, ...]
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    bias: TokenBias | None = None
+    logprobs: bool = False  # return the log-probability of each generated token
+    seed: int = 0
+    purpose: str = ""  # free label recorded in the trace ("draft", "facts", ...)
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" | "length"
+    seconds: float
+    token_logprobs: list[float] | None = None
+    cached: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def mean_logprob(self) -> float | None:
+        if not self.token_logprobs:
+            return None
+        return float(sum(self.token_logprobs) / len(self.token_logprobs))
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """Score each choice as a continuation of the assistant turn (after `answer_prefix`)."""
+
+    messages: tuple[Message, ...]
+    choices: tuple[str, ...]
+    answer_prefix: str = ""
+    bias: TokenBias | None = None
+    purpose: str = ""
+
+
+@dataclass
+class ChoiceScores:
+    choices: tuple[str, ...]
+    logprobs: list[float]  # sum of token log-probs of each choice, bias applied
+    token_counts: list[int]
+    prompt_tokens: int
+    seconds: float
+
+    @property
+    def best(self) -> int:
+        return int(np.argmax(self.logprobs))
+
+    @property
+    def mean_logprobs(self) -> list[float]:
+        return [lp / max(n, 1) for lp, n in zip(self.logprobs, self.token_counts)]
+
+    def probabilities(self) -> list[float]:
+        """Softmax over the choices' total log-probs (renormalised among the choices)."""
+        m = max(self.logprobs)
+        exps = [math.exp(lp - m) for lp in self.logprobs]
+        z = sum(exps)
+        return [e / z for e in exps]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What every backend offers. Methods depend on this, never on a concrete backend."""
+
+    name: str  # model identity recorded in manifests (preset, path or server model)
+
+    @property
+    def context_window(self) -> int: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` without special tokens (BOS etc.)."""
+        ...
+
+    def detokenize(self, ids: Sequence[int]) -> str: ...
+
+    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
+        """Prompt tokens of `messages` after the chat template, for the context guard."""
+        ...
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """Complete each request; backends may batch or run them concurrently."""
+        ...
+
+    def score_choices(self, request: ChoiceRequest) -> ChoiceScores: ...
+
+
+def user_prompt(content: str, system: str | None = None) -> tuple[Message, ...]:
+    msgs = [Message("system", system)] if system else []
+    msgs.append(Message("user", content))
+    return tuple(msgs)

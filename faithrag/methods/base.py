@@ -1,0 +1,48 @@
+"""Stage protocols. A pipeline is retrieve -> rerank -> generate -> verify; each stage takes plain
+data, returns plain data and writes what it did into the trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from faithrag.types import Answer, Passage, Question, Trace
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    def retrieve(self, query: str, k: int) -> list[Passage]: ...
+
+
+@dataclass
+class RemovedPassage:
+    passage: Passage
+    reason: str
+
+
+@dataclass
+class RerankResult:
+    passages: list[Passage]
+    removed: list[RemovedPassage] = field(default_factory=list)
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    name: str
+
+    def rerank(self, question: Question, passages: list[Passage], trace: Trace) -> RerankResult: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    name: str
+
+    def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer: ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    name: str
+
+    def verify(self, question: Question, passages: list[Passage], answer: Answer,
+               trace: Trace) -> Answer: ...

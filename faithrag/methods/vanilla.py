@@ -1,0 +1,82 @@
+"""Vanilla RAG: the retrieved passages and the question in one plain prompt."""
+
+from __future__ import annotations
+
+from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.methods.common import (
+    DATA_NOT_INSTRUCTIONS,
+    fit,
+    generate,
+    match_choice,
+    question_block,
+    render_passages,
+)
+from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Trace
+
+SYSTEM = ("You answer questions from the passages you are given. " + DATA_NOT_INSTRUCTIONS)
+FREE_FORM = "Answer with a short phrase only, no explanation."
+MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
+
+
+def read_answer(raw: str, question: Question) -> Answer:
+    """First line of the output, minus an 'Answer:' label; for multiple choice, the option it
+    names, or a counted parse failure."""
+    text = raw.strip().split("\n", 1)[0].strip()
+    if text.lower().startswith("answer:"):
+        text = text[len("answer:"):].strip()
+    if not question.choices:
+        return Answer(text=text, raw=raw)
+    idx = match_choice(text, question.choices)
+    if idx is None:
+        return Answer(text=text, raw=raw, parse_status=PARSE_FAILED)
+    return Answer(text=question.choices[idx], choice_index=idx, raw=raw)
+
+
+class VanillaRAG:
+    name = "vanilla"
+
+    def __init__(self, llm: LLM, max_tokens: int = 64):
+        self.llm = llm
+        self.max_tokens = max_tokens
+
+    def _render(self, question: Question, titles: list[str]):
+        instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
+
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            user = (f"Passages:\n{render_passages(texts, titles)}\n\n"
+                    f"{question_block(question)}\n\n{instruction}")
+            return (Message("system", SYSTEM), Message("user", user))
+        return render
+
+    def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
+        with trace.step("generate", self.name, question=question.text,
+                        passages=[p.id for p in passages]) as step:
+            fitted = fit(self.llm, self._render(question, [p.title for p in passages]),
+                         passages, self.max_tokens, step)
+            request = GenerationRequest(fitted.messages, max_tokens=self.max_tokens,
+                                        purpose="answer")
+            completion = generate(self.llm, [request], step)[0]
+            answer = read_answer(completion.text, question)
+            step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}
+            return answer
+
+
+class ClosedBook:
+    """The model's own knowledge, no evidence: the reference point for what it memorised."""
+
+    name = "closed_book"
+
+    def __init__(self, llm: LLM, max_tokens: int = 64):
+        self.llm = llm
+        self.max_tokens = max_tokens
+
+    def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
+        with trace.step("generate", self.name, question=question.text) as step:
+            instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
+            messages = (Message("system", "Answer from your own knowledge."),
+                        Message("user", f"{question_block(question)}\n\n{instruction}"))
+            request = GenerationRequest(messages, max_tokens=self.max_tokens, purpose="answer")
+            completion = generate(self.llm, [request], step)[0]
+            answer = read_answer(completion.text, question)
+            step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}
+            return answer

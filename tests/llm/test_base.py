@@ -1,0 +1,30 @@
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faithrag.llm.base import ChoiceScores, TokenBias
+
+
+def test_from_sets_sums_overlapping_weights_and_drops_zero():
+    bias = TokenBias.from_sets([(-1.0, {1, 2, 3}), (3.0, {3, 4}), (1.0, {1})])
+    assert bias.as_dict() == {2: -1.0, 3: 2.0, 4: 3.0}  # id 1: -1 + 1 = 0 is dropped
+
+
+@given(st.dictionaries(st.integers(0, 999), st.floats(-100, 100).filter(lambda v: abs(v) > 1e-3), max_size=50))
+def test_dense_matches_mapping(mapping):
+    bias = TokenBias.from_mapping(mapping)
+    vec = bias.dense(1000)
+    assert vec.dtype == np.float32 and vec.shape == (1000,)
+    for i, v in mapping.items():
+        assert vec[i] == np.float32(v)
+    assert np.count_nonzero(vec) == len(mapping)
+
+
+def test_dense_ignores_ids_beyond_vocab():
+    assert np.count_nonzero(TokenBias.from_mapping({5: 1.0, 50: 2.0}).dense(10)) == 1
+
+
+def test_choice_probabilities_renormalise():
+    scores = ChoiceScores(("a", "b"), [np.log(0.2), np.log(0.6)], [1, 1], 5, 0.0)
+    assert scores.best == 1
+    assert np.allclose(scores.probabilities(), [0.25, 0.75])
