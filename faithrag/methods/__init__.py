@@ -12,6 +12,8 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Generator, Reranker, Retriever, Verifier
+from faithrag.methods.choice_scoring import ChoiceScoring
+from faithrag.methods.cot_json import CoTJSON
 from faithrag.methods.vanilla import ClosedBook, VanillaRAG
 
 Factory = Callable[[LLM, Config, "Retriever | None"], Any]
@@ -19,6 +21,8 @@ Factory = Callable[[LLM, Config, "Retriever | None"], Any]
 GENERATORS: dict[str, Factory] = {
     "vanilla": lambda llm, cfg, retriever: VanillaRAG(llm, max_tokens=cfg.generation.max_tokens),
     "closed_book": lambda llm, cfg, retriever: ClosedBook(llm, max_tokens=cfg.generation.max_tokens),
+    "cot_json": lambda llm, cfg, retriever: CoTJSON(llm, max_tokens=cfg.generation.max_tokens),
+    "choice_scoring": lambda llm, cfg, retriever: ChoiceScoring(llm),
 }
 RERANKERS: dict[str, Factory] = {}
 VERIFIERS: dict[str, Factory] = {}

@@ -1,0 +1,61 @@
+"""Reading a {"Reason": ..., "Answer": ...} reply (the CSRAG paper's answer format).
+
+Small models wrap JSON in code fences, use single quotes, add prose around it or stop early.
+The reader tolerates all of that, but the Answer must name exactly one option (compared after
+case, whitespace and edge-punctuation normalisation); anything else is a parse failure that the
+caller counts — never mapped to an option by guesswork."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+_FIELD = re.compile(
+    r"""["']?(reason|answer)["']?\s*:\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""",
+    re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class JsonAnswer:
+    answer: str | None  # the Answer field as written, None when absent
+    reason: str
+    choice_index: int | None  # set only when the Answer names exactly one option
+
+
+def _fields_from_json(text: str) -> dict[str, str] | None:
+    for match in _OBJECT.finditer(text):
+        try:
+            obj = json.loads(match.group(0))
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            lowered = {str(k).strip().lower(): v for k, v in obj.items()}
+            if "answer" in lowered:
+                return {k: v if isinstance(v, str) else json.dumps(v) for k, v in lowered.items()}
+    return None
+
+
+def _fields_by_pattern(text: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for m in _FIELD.finditer(text):
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        fields.setdefault(m.group(1).lower(), value.replace('\\"', '"').replace("\\'", "'"))
+    return fields
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().strip(".,;:!?\"'`*").strip().lower()
+
+
+def parse_json_answer(text: str, choices: Sequence[str]) -> JsonAnswer:
+    fields = _fields_from_json(text) or _fields_by_pattern(text)
+    answer = fields.get("answer")
+    reason = fields.get("reason", "")
+    if answer is None:
+        return JsonAnswer(None, reason, None)
+    target = _norm(answer)
+    hits = [i for i, c in enumerate(choices) if _norm(c) == target]
+    return JsonAnswer(answer, reason, hits[0] if len(hits) == 1 else None)

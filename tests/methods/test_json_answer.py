@@ -1,0 +1,38 @@
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faithrag.methods.json_answer import parse_json_answer
+
+CHOICES = ["Sydney", "Canberra", "New York City"]
+
+
+def test_plain_fenced_single_quoted_and_prose_wrapped():
+    assert parse_json_answer('{"Reason": "ctx", "Answer": "Sydney"}', CHOICES).choice_index == 0
+    fenced = '```json\n{"Reason": "r", "Answer": "canberra."}\n```'
+    assert parse_json_answer(fenced, CHOICES).choice_index == 1
+    single = "Sure! {'Reason': 'the text says so', 'Answer': 'New York City'} Hope it helps"
+    parsed = parse_json_answer(single, CHOICES)
+    assert parsed.choice_index == 2 and parsed.reason == "the text says so"
+    truncated = '{"Reason": "because", "Answer": "Sydney"'  # model stopped before the brace
+    assert parse_json_answer(truncated, CHOICES).choice_index == 0
+
+
+def test_answers_that_are_not_an_option_fail():
+    for text in ['{"Reason": "r", "Answer": "B"}', '{"Answer": "Melbourne"}',
+                 '{"Answer": "Sydney or Canberra"}', "Sydney", "", "{}", '{"Reason": "x"}']:
+        assert parse_json_answer(text, CHOICES).choice_index is None, text
+
+
+@given(st.text(max_size=200))
+def test_fuzz_never_crashes(text):
+    parsed = parse_json_answer(text, CHOICES)
+    assert parsed.choice_index is None or 0 <= parsed.choice_index < len(CHOICES)
+
+
+@given(st.sampled_from(CHOICES), st.text(max_size=60), st.text(max_size=30), st.text(max_size=30))
+def test_fuzz_roundtrip_inside_noise(choice, reason, before, after):
+    payload = json.dumps({"Reason": reason, "Answer": choice})
+    parsed = parse_json_answer(before.replace("{", "") + payload + after.replace("{", ""), CHOICES)
+    assert parsed.choice_index == CHOICES.index(choice)
