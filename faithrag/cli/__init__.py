@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from faithrag.errors import FaithragError
 
-COMMANDS = ("ask", "index", "demo", "models")
+COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from faithrag.config import Config
+from faithrag.errors import EmptyIndexError
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.methods import build_generator, build_reranker, build_verifier
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
+from faithrag.types import Passage
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -64,3 +67,29 @@ def build_pipeline(config: Config, llm: LLM, retriever: Retriever | None) -> Pip
 
 def llm_from_config(config: Config) -> LLM:
     return load_llm(config.llm)
+
+
+def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) -> list[Passage]:
+    from faithrag.retrieval import chunk_documents, load_documents
+
+    loaded = load_documents(path, skip_malformed=skip_malformed)
+    for warning in loaded.warnings:
+        print(f"faithrag: warning: {warning}", file=sys.stderr)
+    return chunk_documents(loaded.documents, config.retrieval.chunk_tokens,
+                           config.retrieval.chunk_overlap)
+
+
+def open_retriever(config: Config, index: str | None = None,
+                   docs: str | None = None) -> Retriever | None:
+    """An on-disk index, an in-memory index over a folder of documents, or none."""
+    from faithrag.retrieval import InMemoryRetriever, Index
+
+    if index:
+        return Index.load(index, use_cache=config.use_cache)
+    if docs:
+        passages = passages_from_docs(docs, config)
+        if not passages:
+            raise EmptyIndexError(f"No text found in {docs}.",
+                                  "Point --docs at .txt, .md or .jsonl files with some text.")
+        return InMemoryRetriever(passages, mode=config.retrieval.mode)
+    return None

@@ -117,6 +117,7 @@ class ChoiceScores:
     token_counts: list[int]
     prompt_tokens: int
     seconds: float
+    warnings: list[str] = field(default_factory=list)  # e.g. approximations a backend made
 
     @property
     def best(self) -> int:

@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from faithrag.retrieval.retriever import Retriever
 from faithrag.types import Answer, Passage, Question, Trace
 
-
-@runtime_checkable
-class Retriever(Protocol):
-    def retrieve(self, query: str, k: int) -> list[Passage]: ...
+__all__ = ["Generator", "RemovedPassage", "RerankResult", "Reranker", "Retriever", "Verifier"]
 
 
 @dataclass

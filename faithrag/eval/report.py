@@ -1,0 +1,427 @@
+"""Reports over evaluation run directories: a markdown table, summary.json and PNG plots.
+
+A run directory holds two files written by the runner.
+
+``manifest.json``::
+
+    {"dataset": str, "method": str,                      # required
+     "model": str, "model_sha256": str, "dataset_sha256": str, "config": dict,
+     "code_version": str, "limit": int | null, "seed": int, "created": str (ISO 8601),
+     "sweep": {"distractors": 4, ...}}                   # optional: the swept setting(s)
+
+``results.jsonl``, one JSON record per item, appended as items finish::
+
+    {"id": str, "dataset": str, "method": str,
+     "prediction": str | null, "gold": [str],
+     "correct": bool | null,            # null: no correctness (ranking items, or not scored)
+     "parse_status": "ok" | "failed" | "error" | "skipped",
+                                        # failed: output not parsed; error: the item raised;
+                                        # skipped: no form of the item the method can answer
+     "error": str | null,
+     "prompt_tokens": int, "completion_tokens": int, "seconds": float,
+     "metrics": {"containment": 0|1, "em": 0|1, "f1": float, "smart_em": 0|1,
+                 "attack_success": 0|1, "ndcg@1": float | null, "contrary@1": float | null, ...},
+     "trace": {...Trace.summary()...}, "extra": {...}}
+
+Reading rules: a line that is not a JSON object with an "id" (e.g. a line cut short by a crash) is
+skipped and reported; when an id occurs more than once (a resumed run) the last record wins and
+the duplicates are counted. Items with parse_status "failed" or "error" and a null ``correct``
+count as wrong (see metrics.record_correct).
+
+``report(run_dirs, out_dir, compare=False)`` writes to ``out_dir``:
+
+- ``report.md``: accuracy per method x dataset (with 95% Wilson CI and n), a detail table (n,
+  accuracy, bootstrap CI, parse failures, failed and skipped items, mean prompt/completion tokens
+  and seconds
+  per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k, contrary@k),
+  the paired comparisons when ``compare`` is set, and notes on skipped lines;
+- ``summary.json``: the same figures, plus each run's manifest;
+- ``accuracy.png``: grouped bars of accuracy by method per dataset, Wilson 95% error bars
+  (runs without a sweep);
+- ``distractors.png``: accuracy against ``sweep.distractors`` per method, one panel per dataset
+  (only when some run carries that value).
+
+Compare: for every dataset and every pair of runs on it, the items both runs scored are paired;
+the report gives both accuracies, the difference with a paired bootstrap 95% CI, the discordant
+counts and the exact McNemar p-value.
+
+Run labels: the method, plus the sweep ("csrag [distractors=4]"); when two runs on one dataset
+would still share a label, the model and then the run directory name are appended.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from faithrag.errors import DataError
+from faithrag.eval.metrics import aggregate, paired_difference, record_correct
+
+RESULTS_FILE = "results.jsonl"
+MANIFEST_FILE = "manifest.json"
+TABLE_FILE = "report.md"
+SUMMARY_FILE = "summary.json"
+ACCURACY_PLOT = "accuracy.png"
+DISTRACTORS_PLOT = "distractors.png"
+RUN_DIR_HINT = "a run directory holds manifest.json and results.jsonl, as written by faithrag eval"
+
+# Metric columns shown first, in this order; any other metric follows alphabetically.
+_METRIC_ORDER = ["containment", "em", "f1", "smart_em", "attack_success",
+                 "ndcg@1", "ndcg@5", "ndcg@10", "contrary@1", "contrary@5", "contrary@10"]
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: dict[str, Any]
+    records: list[dict[str, Any]]
+    skipped_lines: list[tuple[int, str]] = field(default_factory=list)
+    duplicate_records: int = 0
+    label: str = ""
+
+    @property
+    def dataset(self) -> str:
+        return str(self.manifest["dataset"])
+
+    @property
+    def method(self) -> str:
+        return str(self.manifest["method"])
+
+    @property
+    def sweep(self) -> dict[str, Any]:
+        sweep = self.manifest.get("sweep")
+        return sweep if isinstance(sweep, dict) else {}
+
+
+@dataclass
+class ReportFiles:
+    table: Path
+    summary: Path
+    plots: list[Path]
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read one run directory (see the module docstring for the rules)."""
+    path = Path(run_dir)
+    manifest_path, results_path = path / MANIFEST_FILE, path / RESULTS_FILE
+    if not manifest_path.is_file() or not results_path.is_file():
+        raise DataError(f"{path} is not a run directory (needs {MANIFEST_FILE} and "
+                        f"{RESULTS_FILE})", hint=RUN_DIR_HINT)
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{manifest_path} is not valid JSON: {exc}", hint=RUN_DIR_HINT) from None
+    if not isinstance(manifest, dict) or not all(
+            isinstance(manifest.get(k), str) and manifest[k] for k in ("dataset", "method")):
+        raise DataError(f"{manifest_path} lacks a 'dataset' or 'method' string",
+                        hint=RUN_DIR_HINT)
+    by_id: dict[str, dict[str, Any]] = {}
+    skipped: list[tuple[int, str]] = []
+    duplicates = 0
+    with results_path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                skipped.append((number, f"invalid JSON: {exc}"))
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                skipped.append((number, "not a record with a string 'id'"))
+                continue
+            if record["id"] in by_id:
+                duplicates += 1
+                del by_id[record["id"]]  # keep the later record, in its position
+            by_id[record["id"]] = record
+    return Run(path, manifest, list(by_id.values()), skipped, duplicates)
+
+
+def find_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
+    """Each path that is a run directory, or else its sub-directories that are (sorted)."""
+    found: list[Path] = []
+    for given in map(Path, paths):
+        if (given / RESULTS_FILE).is_file():
+            found.append(given)
+            continue
+        children = sorted(p.parent for p in given.glob(f"*/{RESULTS_FILE}"))
+        if not children:
+            raise DataError(f"no run directory at or under {given}", hint=RUN_DIR_HINT)
+        found.extend(children)
+    return found
+
+
+def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = False,
+           seed: int = 0) -> ReportFiles:
+    """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``."""
+    if not run_dirs:
+        raise DataError("no run directories given", hint=RUN_DIR_HINT)
+    runs = [load_run(d) for d in run_dirs]
+    _assign_labels(runs)
+    aggregates = [aggregate(run.records, seed=seed) for run in runs]
+    comparisons = _comparisons(runs, seed) if compare else []
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+    if _plot_accuracy(runs, aggregates, out / ACCURACY_PLOT):
+        plots.append(out / ACCURACY_PLOT)
+    if _plot_distractors(runs, aggregates, out / DISTRACTORS_PLOT):
+        plots.append(out / DISTRACTORS_PLOT)
+    table = out / TABLE_FILE
+    table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out),
+                     encoding="utf-8")
+    summary = out / SUMMARY_FILE
+    summary.write_text(json.dumps(_finite({
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "runs": [{"run_dir": str(run.path), "label": run.label, "dataset": run.dataset,
+                  "method": run.method, "model": run.manifest.get("model"),
+                  "sweep": run.sweep or None, "manifest": run.manifest, "aggregate": agg,
+                  "skipped_lines": [{"line": n, "message": m} for n, m in run.skipped_lines],
+                  "duplicate_records": run.duplicate_records}
+                 for run, agg in zip(runs, aggregates)],
+        "comparisons": comparisons,
+        "files": {"table": table.name, "plots": [p.name for p in plots]},
+    }), indent=2, allow_nan=False, default=str), encoding="utf-8")
+    return ReportFiles(table, summary, plots)
+
+
+def _finite(value: Any) -> Any:
+    """Copy of a JSON-like value with NaN/inf floats (e.g. from a manifest) replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- labels and comparisons
+
+def _assign_labels(runs: list[Run]) -> None:
+    for run in runs:
+        sweep = ", ".join(f"{k}={v}" for k, v in sorted(run.sweep.items()))
+        run.label = f"{run.method} [{sweep}]" if sweep else run.method
+    for extra in (lambda r: str(r.manifest.get("model") or "?"), lambda r: r.path.name):
+        keys = [(r.dataset, r.label) for r in runs]
+        for run in runs:
+            if keys.count((run.dataset, run.label)) > 1:
+                run.label = f"{run.label} ({extra(run)})"
+
+
+def _comparisons(runs: list[Run], seed: int) -> list[dict[str, Any]]:
+    out = []
+    for dataset in _ordered(r.dataset for r in runs):
+        on_dataset = [r for r in runs if r.dataset == dataset]
+        for run_a, run_b in combinations(on_dataset, 2):
+            scored_a = {r["id"]: c for r in run_a.records if (c := record_correct(r)) is not None}
+            scored_b = {r["id"]: c for r in run_b.records if (c := record_correct(r)) is not None}
+            common = [i for i in scored_a if i in scored_b]
+            entry: dict[str, Any] = {"dataset": dataset, "a": run_a.label, "b": run_b.label,
+                                     "n": len(common)}
+            if common:
+                entry.update(paired_difference([scored_a[i] for i in common],
+                                               [scored_b[i] for i in common], seed=seed))
+            out.append(entry)
+    return out
+
+
+# ---------------------------------------------------------------- markdown
+
+def _ordered(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _ci(interval: Sequence[float] | None) -> str:
+    return "" if interval is None else f" [{_pct(interval[0])}, {_pct(interval[1])}]"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(map(_cell, header)) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
+    return lines
+
+
+def _metric_names(aggregates: list[dict[str, Any]]) -> list[str]:
+    present = {name for agg in aggregates for name in agg["metrics"]}
+    return [m for m in _METRIC_ORDER if m in present] + sorted(present - set(_METRIC_ORDER))
+
+
+def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
+              comparisons: list[dict[str, Any]] | None, plots: list[Path], out: Path) -> str:
+    datasets = _ordered(r.dataset for r in runs)
+    labels = _ordered(r.label for r in runs)
+    lines = ["# faithrag evaluation report", "",
+             (f"{len(runs)} run(s), {len(datasets)} dataset(s). Accuracy in %, with the 95% "
+              "Wilson interval; items whose output could not be parsed or that failed count "
+              "as wrong."), "", "## Accuracy: method × dataset", ""]
+    cells = {(r.label, r.dataset): agg for r, agg in zip(runs, aggregates)}
+    rows = []
+    for label in labels:
+        row = [label]
+        for dataset in datasets:
+            agg = cells.get((label, dataset))
+            if agg is None:
+                row.append("")
+            elif agg["accuracy"] is None:  # e.g. a ranking run: see the details table
+                row.append("–")
+            else:
+                row.append(f"{_pct(agg['accuracy'])}{_ci(agg['accuracy_ci'])} "
+                           f"(n={agg['n_scored']})")
+        rows.append(row)
+    lines += _table(["method", *datasets], rows)
+
+    metric_names = _metric_names(aggregates)
+    lines += ["", "## Details", "",
+              ("Tokens and seconds are means per item; metric columns are means over the "
+               "items where the metric is defined (ratios in %, F1 and nDCG as 0–1)."), ""]
+    header = ["dataset", "method", "model", "n", "accuracy [Wilson 95%]", "bootstrap 95%",
+              "parse failures", "failed items", "skipped", "prompt tok", "completion tok", "s/item",
+              *metric_names]
+    rows = []
+    for run, agg in zip(runs, aggregates):
+        rows.append([
+            run.dataset, run.label, str(run.manifest.get("model") or ""), str(agg["n"]),
+            f"{_pct(agg['accuracy'])}{_ci(agg['accuracy_ci'])}",
+            _ci(agg["accuracy_bootstrap_ci"]).strip(),
+            f"{agg['parse_failures']} ({_pct(agg['parse_failure_rate'])}%)",
+            str(agg["failed_items"]), str(agg["skipped_items"]),
+            _num(agg["mean_prompt_tokens"]), _num(agg["mean_completion_tokens"]),
+            _num(agg["mean_seconds"], 2),
+            *[_metric_cell(agg["metrics"].get(name), name) for name in metric_names],
+        ])
+    lines += _table(header, rows)
+
+    if comparisons is not None:
+        lines += ["", "## Paired comparisons", "",
+                  ("Items scored by both runs. Difference = A − B in points, with a paired "
+                   "bootstrap 95% CI; 'A only' / 'B only' count items only that run got "
+                   "right; p is the exact McNemar test."), ""]
+        rows = []
+        for c in comparisons:
+            if c["n"] == 0:
+                rows.append([c["dataset"], c["a"], c["b"], "0", "", "", "", "", "", ""])
+                continue
+            rows.append([c["dataset"], c["a"], c["b"], str(c["n"]), _pct(c["accuracy_a"]),
+                         _pct(c["accuracy_b"]),
+                         f"{100 * c['difference']:+.1f}{_ci(c['difference_ci'])}",
+                         str(c["only_a"]), str(c["only_b"]), f"{c['mcnemar_p']:.3g}"])
+        lines += _table(["dataset", "A", "B", "n common", "acc A", "acc B", "A − B", "A only",
+                         "B only", "McNemar p"], rows)
+
+    if plots:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{p.stem}]({p.relative_to(out).as_posix()})" for p in plots]
+
+    notes = []
+    for run in runs:
+        if run.skipped_lines:
+            first = run.skipped_lines[0]
+            notes.append(f"- {run.path}: skipped {len(run.skipped_lines)} malformed line(s) "
+                         f"in {RESULTS_FILE} (first: line {first[0]}: {first[1]})")
+        if run.duplicate_records:
+            notes.append(f"- {run.path}: {run.duplicate_records} repeated id(s); the last "
+                         "record of each was used")
+    if notes:
+        lines += ["", "## Notes", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def _metric_cell(entry: dict[str, Any] | None, name: str) -> str:
+    if entry is None or entry["mean"] is None:
+        return "–"
+    if name.startswith("ndcg") or name == "f1":
+        return f"{entry['mean']:.3f}"
+    return _pct(entry["mean"])
+
+
+# ---------------------------------------------------------------- plots
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure  # lazy: only reports need matplotlib
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def _error_bars(values: list[float], intervals: list[Sequence[float]]) -> list[list[float]]:
+    return [[max(0.0, v - lo) for v, (lo, _) in zip(values, intervals)],
+            [max(0.0, hi - v) for v, (_, hi) in zip(values, intervals)]]
+
+
+def _plot_accuracy(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
+    cells = {(r.label, r.dataset): agg for r, agg in zip(runs, aggregates)
+             if not r.sweep and agg["accuracy"] is not None}
+    if not cells:
+        return False
+    datasets = _ordered(d for _, d in cells)
+    labels = _ordered(label for label, _ in cells)
+    fig = _figure(max(6.0, 1.2 * len(datasets) * max(1, len(labels)) ** 0.5 + 2), 4.5)
+    ax = fig.subplots()
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        xs, ys, cis = [], [], []
+        for j, dataset in enumerate(datasets):
+            agg = cells.get((label, dataset))
+            if agg is not None:
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(agg["accuracy"])
+                cis.append(agg["accuracy_ci"])
+        ax.bar(xs, ys, width=width, label=label, yerr=_error_bars(ys, cis), capsize=3)
+    ax.set_xticks(range(len(datasets)), datasets, rotation=20, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (95% Wilson CI)")
+    ax.set_title("Accuracy by method")
+    ax.legend(fontsize="small")
+    fig.savefig(path)
+    return True
+
+
+def _plot_distractors(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
+    points: dict[str, dict[str, list[tuple[float, float, Sequence[float]]]]] = {}
+    for run, agg in zip(runs, aggregates):
+        count = run.sweep.get("distractors")
+        if not isinstance(count, (int, float)) or isinstance(count, bool) or not math.isfinite(
+                count) or agg["accuracy"] is None:
+            continue
+        model = run.manifest.get("model")
+        series = f"{run.method} ({model})" if model else run.method
+        points.setdefault(run.dataset, {}).setdefault(series, []).append(
+            (count, agg["accuracy"], agg["accuracy_ci"]))
+    if not points:
+        return False
+    from matplotlib.ticker import MaxNLocator
+
+    fig = _figure(4.5 * len(points) + 1, 4.0)
+    axes = fig.subplots(1, len(points), squeeze=False)[0]
+    for ax, (dataset, series) in zip(axes, points.items()):
+        for name, pts in series.items():
+            pts.sort(key=lambda p: p[0])
+            xs, ys, cis = [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts]
+            ax.errorbar(xs, ys, yerr=_error_bars(ys, cis), marker="o", capsize=3, label=name)
+        ax.set_title(dataset)
+        ax.set_xlabel("injected distractors")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize="small")
+    axes[0].set_ylabel("accuracy (95% Wilson CI)")
+    fig.savefig(path)
+    return True

@@ -1,0 +1,284 @@
+"""Resumable evaluation runs.
+
+A run directory holds `manifest.json` (what was run: dataset and its sha256, method and config,
+model and its sha256, code version) and `results.jsonl`, appended and fsync'ed as each item
+finishes (the record schema is in faithrag/eval/report.py). Re-running the same command skips
+the ids already there; a run killed mid-way loses at most the items in flight, and a line cut
+by the kill is dropped on resume. An item that raises is recorded with parse_status "error" and
+the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from faithrag import __version__
+from faithrag.config import Config
+from faithrag.errors import ConfigError
+from faithrag.eval import metrics as M
+from faithrag.eval.datasets import Dataset, QAItem, load_dataset, two_way_choices
+from faithrag.llm.base import LLM
+from faithrag.llm.models import PRESETS, sha256_of
+from faithrag.methods.base import Retriever
+from faithrag.pipeline import Pipeline
+from faithrag.types import Passage, Question
+
+# Methods that answer by picking an option; on a free-form conflict set they get the documented
+# two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
+CHOICE_METHODS = {"cot_json", "choice_scoring", "csrag"}
+FREE_FORM_METRICS = ("containment", "smart_em", "em")
+
+
+@dataclass
+class EvalSpec:
+    dataset: str
+    method: str = "vanilla"
+    rerank: str | None = None
+    verify: str | None = None
+    limit: int | None = None
+    seed: int = 0
+    context_mode: Literal["given", "retrieval"] = "given"
+    metric: str = "containment"  # what "correct" means for free-form answers
+    split: str = "dev"
+    data_dir: str | None = None
+    file: str | None = None
+    on_error: Literal["skip", "raise"] = "skip"
+    sweep: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.metric not in FREE_FORM_METRICS:
+            raise ConfigError(f"Unknown metric '{self.metric}'.",
+                              f"Choose one of {', '.join(FREE_FORM_METRICS)}.")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError("--limit must be >= 1.", "Leave it out to run every item.")
+
+
+@dataclass
+class Prepared:
+    question: Question
+    passages: list[Passage] | None  # None: answer through the retriever
+    gold_index: int | None
+
+
+def code_version() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here.parent,
+                               capture_output=True, text=True, timeout=5)
+        if head.returncode == 0:
+            return f"{__version__}+g{head.stdout.strip()}" + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return __version__
+
+
+def model_identity(config: Config) -> tuple[str, str | None]:
+    """(model name, sha256 of its weights when they are a local file)."""
+    if config.llm.backend in ("llamacpp", "transformers"):
+        if config.llm.model in PRESETS:
+            return config.llm.model, PRESETS[config.llm.model].sha256
+        path = Path(config.llm.model)
+        return config.llm.model, sha256_of(path) if path.is_file() else None
+    return f"{config.llm.backend}:{config.llm.model}", None
+
+
+def prepare(item: QAItem, method: str, seed: int, context_mode: str) -> Prepared | None:
+    """The question and evidence an item gives a method; None when the item has no version the
+    method can answer (a free-form item without a usable two-way choice for a choice method)."""
+    passages = item.passages() if context_mode == "given" else None
+    if item.choices is not None:
+        return Prepared(item.as_question(), passages, item.answer_idx)
+    if method in CHOICE_METHODS:
+        two_way = two_way_choices(item, seed)
+        if two_way is None:
+            return None
+        return Prepared(Question(item.question, item.id, two_way.choices), passages,
+                        two_way.answer_idx)
+    return Prepared(Question(item.question, item.id), passages, None)
+
+
+def score_item(item: QAItem, prepared: Prepared, prediction: str, choice_index: int | None,
+               metric: str) -> tuple[bool, dict[str, Any]]:
+    if prepared.gold_index is not None:
+        correct = choice_index == prepared.gold_index
+        return correct, {"accuracy": int(correct)}
+    golds = item.answers
+    values = {
+        "containment": int(M.containment(prediction, golds)),
+        "smart_em": int(M.smart_em(prediction, golds)),
+        "em": int(M.exact_match(prediction, golds)),
+        "f1": M.f1_score(prediction, golds),
+    }
+    if item.parametric_answer:  # answered from memory instead of the context
+        values["parametric"] = int(M.containment(prediction, [item.parametric_answer]))
+    target = item.meta.get("target_incorrect_answer")
+    if target:
+        values["attack_success"] = int(M.attack_success(prediction, target))
+    return bool(values[metric]), values
+
+
+class ResultsFile:
+    """Append-only JSONL of finished items; repairs a line cut by a crash."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self.records: list[dict[str, Any]] = []
+        if path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) != len(data):  # the last write was interrupted
+            with open(self.path, "r+b") as f:
+                f.truncate(len(complete))
+        for line in complete.splitlines():
+            if line.strip():
+                try:
+                    self.records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a corrupt line is re-run, not trusted
+        self.records = list({r["id"]: r for r in self.records if "id" in r}.values())
+
+    @property
+    def done(self) -> set[str]:
+        return {r["id"] for r in self.records}
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            self.records.append(record)
+
+
+_MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
+                  "model_sha256", "context_mode", "metric", "seed", "config", "sweep")
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    path = out / "manifest.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        changed = [k for k in _MANIFEST_KEYS if old.get(k) != manifest.get(k)]
+        if changed:
+            raise ConfigError(
+                f"{out} holds a run with a different {', '.join(changed)}.",
+                "Use another --out directory, or delete this one to start over.")
+        manifest = {**old, "limit": manifest["limit"], "resumed": old.get("resumed", 0) + 1,
+                    "code_version": manifest["code_version"]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
+             build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline],
+             workers: int = 1, progress: bool = True,
+             dataset: Dataset | None = None) -> dict[str, Any]:
+    """Run (or resume) `spec` into `out`; returns the aggregate figures of all records."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = dataset or load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file,
+                                      spec.on_error)
+    if dataset.kind != "qa":
+        raise ConfigError(f"{dataset.name} is a ranking set; this runner evaluates QA sets.",
+                          "Choose a QA dataset.")
+    model, model_sha = model_identity(config)
+    _write_manifest(out, {
+        "dataset": dataset.name, "dataset_sha256": dataset.sha256, "dataset_path": str(dataset.path),
+        "split": spec.split, "method": spec.method, "rerank": spec.rerank, "verify": spec.verify,
+        "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
+        "metric": spec.metric, "seed": spec.seed, "limit": spec.limit, "sweep": spec.sweep,
+        "config": config.model_dump(), "code_version": code_version(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "malformed_lines": [str(e) for e in dataset.errors],
+    })
+    retriever = _set_retriever(dataset, config) if spec.context_mode == "retrieval" else None
+    pipeline = build_pipeline(config, llm, retriever)
+    results = ResultsFile(out / "results.jsonl")
+    items = dataset.items[: spec.limit] if spec.limit else dataset.items
+    todo = [item for item in items if item.id not in results.done]
+
+    def evaluate(item: QAItem) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": item.id, "dataset": dataset.name, "method": spec.method,
+                                  "gold": item.answers, "error": None}
+        start = time.perf_counter()
+        prepared = prepare(item, spec.method, spec.seed, spec.context_mode)
+        if prepared is None:
+            return {**record, "prediction": None, "correct": None, "parse_status": "skipped",
+                    "error": "no two-way choice (parametric answer missing or equal to gold)",
+                    "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
+                    "metrics": {}, "trace": {}, "extra": {}}
+        try:
+            result = pipeline.run(prepared.question, prepared.passages)
+        except Exception as exc:  # one bad item must not stop the run
+            return {**record, "prediction": None, "correct": None, "parse_status": "error",
+                    "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
+                    "completion_tokens": 0, "seconds": time.perf_counter() - start,
+                    "metrics": {}, "trace": {}, "extra": {}}
+        answer = result.answer
+        correct, values = score_item(item, prepared, answer.text, answer.choice_index, spec.metric)
+        if answer.parse_status != "ok":
+            correct = False
+        totals = result.trace.totals()
+        return {**record,
+                "prediction": answer.text, "choice_index": answer.choice_index,
+                "choices": prepared.question.choices, "gold_index": prepared.gold_index,
+                "correct": correct, "parse_status": answer.parse_status,
+                "prompt_tokens": totals["prompt_tokens"],
+                "completion_tokens": totals["completion_tokens"],
+                "seconds": time.perf_counter() - start, "metrics": values,
+                "trace": result.trace.summary(),
+                "extra": {"raw": answer.raw[:2000], "reason": answer.reason,
+                          "warnings": result.trace.warnings,
+                          "removed": [r.passage.id for r in result.removed], **answer.meta}}
+
+    bar = _progress(len(items), len(items) - len(todo), dataset.name, spec.method, progress)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(evaluate, item) for item in todo]
+            for future in as_completed(futures):
+                record = future.result()
+                results.append(record)
+                if bar is not None:
+                    scored = [c for c in map(M.record_correct, results.records) if c is not None]
+                    bar.set_postfix(acc=f"{sum(scored) / max(len(scored), 1):.3f}",
+                                    failed=sum(r["parse_status"] != "ok" for r in results.records))
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    wanted = {item.id for item in items}
+    return M.aggregate([r for r in results.records if r["id"] in wanted])
+
+
+def _progress(total: int, initial: int, dataset: str, method: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=f"{dataset}/{method}", unit="item",
+                dynamic_ncols=True)
+
+
+def _set_retriever(dataset: Dataset, config: Config) -> Retriever:
+    """A retriever over every passage of the set (retrieval mode)."""
+    from faithrag.retrieval.retriever import InMemoryRetriever
+    passages = [p for item in dataset.items for p in item.passages()]
+    unique = list({p.text: p for p in passages}.values())
+    return InMemoryRetriever(unique, mode=config.retrieval.mode)

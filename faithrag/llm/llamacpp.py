@@ -1,0 +1,467 @@
+"""Embedded llama.cpp backend (llama-cpp-python), with exact control of prompt tokens and logits.
+
+The model and context are driven through llama-cpp-python's thin wrappers (`_internals`) and the
+llama.cpp C API rather than the high-level `Llama` class, because we need three things it does
+not give: model parameters set before loading (`use_extra_bufts`, see `_avoid_amx_crash`),
+logits for several positions of one short batch (choice scoring) without `logits_all=True`
+(which would allocate n_ctx x n_vocab floats: 2.5 GB for a 152k vocabulary at n_ctx 4096), and
+our own decoding loop, where the per-request bias is one dense vector added to the logits.
+
+Prompts are the GGUF's own chat template (`tokenizer.chat_template`) rendered with llama-cpp-
+python's Jinja2ChatFormatter. Control tokens (`<|im_start|>` ...) are parsed only where the
+template put them: message contents are tokenized as plain text, so a retrieved passage that
+contains "<|im_end|>" cannot close its turn.
+
+Decoding is greedy at temperature 0. At temperature > 0 we sample from the full biased softmax
+(no top-k/top-p) with a numpy generator seeded by (constructor seed, request seed).
+
+llama.cpp decodes one sequence at a time here: `generate(list)` runs the requests in order and
+keeps the KV cache of the longest common token prefix between consecutive prompts (and with the
+previous completion), so drafts sharing a long prompt only pay for the part that differs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from faithrag.errors import ConfigError, InputTooLargeError, RuntimeUnavailableError
+from faithrag.llm.base import (
+    ChoiceRequest,
+    ChoiceScores,
+    Completion,
+    GenerationRequest,
+    Message,
+    TokenBias,
+)
+from faithrag.llm.models import PRESETS, resolve_model
+
+_MARK = "\ue000{}\ue001"  # private-use placeholder for message contents while locating them
+_backend_ready = False
+
+
+class DenseBias:
+    """A TokenBias densified once per request; adds itself to a logits row in place.
+
+    Called as `processor(input_ids, scores)`, the signature of llama-cpp-python's
+    LogitsProcessor. Holds one float32 vector (or none, for an empty bias) for the whole request.
+    """
+
+    def __init__(self, bias: TokenBias | None, n_vocab: int):
+        self.vector = bias.dense(n_vocab) if bias else None
+
+    def __call__(self, input_ids: object, scores: np.ndarray) -> np.ndarray:
+        if self.vector is not None:
+            scores += self.vector
+        return scores
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cpu_reports_amx() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return any(flag.startswith("amx") for flag in line.split())
+    except OSError:
+        pass
+    return False
+
+
+def _import_llama_cpp():
+    try:
+        import llama_cpp
+        import llama_cpp._internals as internals
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ImportError as exc:
+        raise RuntimeUnavailableError(
+            f"llama-cpp-python is not installed or cannot load ({exc}).",
+            "Run `make setup` (or `scripts/build_llama_wheel.sh`), which builds it with flags "
+            "that work on this CPU.") from exc
+    return llama_cpp, internals, Jinja2ChatFormatter
+
+
+def _avoid_amx_crash(lib, model_params) -> bool:
+    """llama.cpp built with AMX segfaults in ggml_backend_amx_mul_mat on some AMX CPUs. The AMX
+    code is only reached through the CPU "extra" buffer types, so switch those off when this
+    build has AMX compiled in and the CPU reports it. Builds without AMX (scripts/
+    build_llama_wheel.sh on AMX CPUs) keep the extra buffer types and their weight repacking."""
+    if "use_extra_bufts" not in dict(type(model_params)._fields_):
+        return False
+    build_has_amx = b"AMX_INT8 = 1" in lib.llama_print_system_info()
+    if build_has_amx and cpu_reports_amx():
+        model_params.use_extra_bufts = False
+        return True
+    return False
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _log_softmax_at(rows: np.ndarray, ids: Sequence[int]) -> np.ndarray:
+    """log_softmax(rows[j])[ids[j]] for each row j."""
+    top = rows.max(axis=1)
+    lse = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
+    return rows[np.arange(len(ids)), np.asarray(ids)] - lse
+
+
+class LlamaCppLLM:
+    """The LLM protocol on an embedded GGUF model. Thread-safe (one lock around the context)."""
+
+    def __init__(
+        self,
+        model: str = "default",
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        seed: int = 0,
+        verbose: bool = False,
+    ):
+        path = resolve_model(model)
+        self.name = model if model in PRESETS else path.name
+        self.path: Path = path
+        lib, internals, formatter_cls = _import_llama_cpp()
+        self._lib = lib
+        self._seed = seed
+        self._lock = threading.Lock()
+
+        global _backend_ready
+        if not _backend_ready:
+            lib.llama_backend_init()
+            _backend_ready = True
+        logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+        model_params = lib.llama_model_default_params()
+        self.extra_bufts_disabled = _avoid_amx_crash(lib, model_params)
+        try:
+            self._model = internals.LlamaModel(
+                path_model=str(path), params=model_params, verbose=verbose)
+        except ValueError as exc:
+            raise RuntimeUnavailableError(
+                f"llama.cpp could not load {path}: {exc}",
+                "Check that the file is a complete GGUF model supported by llama-cpp-python "
+                "0.3.36 (re-assemble presets with `faithrag models pull`).") from exc
+        self.n_threads = n_threads or usable_cores()
+        ctx_params = lib.llama_context_default_params()
+        ctx_params.n_ctx = n_ctx
+        ctx_params.n_batch = ctx_params.n_ubatch = min(n_batch, n_ctx)
+        ctx_params.n_threads = ctx_params.n_threads_batch = self.n_threads
+        self._ctx = internals.LlamaContext(model=self._model, params=ctx_params, verbose=verbose)
+        self._n_batch = min(n_batch, n_ctx)
+        self._batch = internals.LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=1,
+                                           verbose=verbose)
+        self._vocab = self._model.vocab
+        self._n_ctx = lib.llama_n_ctx(self._ctx.ctx)
+        self._n_vocab = lib.llama_vocab_n_tokens(self._vocab)
+        self._cached: list[int] = []  # tokens whose keys/values sit in the cache at 0..len-1
+
+        metadata = self._model.metadata()
+        template = metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ConfigError(
+                f"{path.name} has no chat template (tokenizer.chat_template) in its metadata; "
+                "it is probably a base model, not an instruction-tuned one.",
+                "Use an instruct/chat GGUF, e.g. one of the presets default|fast|tiny.")
+        bos, eos = lib.llama_vocab_bos(self._vocab), lib.llama_vocab_eos(self._vocab)
+        self._formatter = formatter_cls(
+            template=template,
+            bos_token=self._model.token_get_text(bos) if bos != -1 else "",
+            eos_token=self._model.token_get_text(eos) if eos != -1 else "",
+            add_generation_prompt=True,
+        )
+        self._control = self._control_tokens()
+        self._control_pattern = re.compile(
+            "(" + "|".join(re.escape(t) for t in sorted(self._control, key=len, reverse=True)) + ")"
+        ) if self._control else None
+
+    # ----------------------------------------------------------------- protocol: tokenizer
+    @property
+    def context_window(self) -> int:
+        return self._n_ctx
+
+    @property
+    def vocab_size(self) -> int:
+        return self._n_vocab
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._tokenize(text.encode("utf-8"), special=False)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        if not ids:
+            return ""
+        arr = (self._lib.llama_token * len(ids))(*ids)
+        size = 8 * len(ids) + 16
+        for _ in range(2):
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_detokenize(self._vocab, arr, len(ids), buf, size, False, False)
+            if n >= 0:
+                return buf.raw[:n].decode("utf-8", errors="replace")
+            size = -n
+        raise RuntimeError("llama_detokenize failed")
+
+    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
+        return len(self._encode_chat(messages))
+
+    # ----------------------------------------------------------------- protocol: generation
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        encoded = []
+        for request in requests:  # check every request before spending time on any
+            ids = self._encode_chat(request.messages)
+            self._check_fits(len(ids) + request.max_tokens, f"prompt ({len(ids)} tokens) + "
+                             f"max_tokens ({request.max_tokens})")
+            encoded.append(ids)
+        with self._lock:
+            return [self._generate_one(r, ids) for r, ids in zip(requests, encoded)]
+
+    def _generate_one(self, request: GenerationRequest, prompt: list[int]) -> Completion:
+        start = time.perf_counter()
+        bias = DenseBias(request.bias, self._n_vocab)
+        rng = np.random.default_rng([self._seed, request.seed]) if request.temperature > 0 else None
+        scores = np.empty(self._n_vocab, dtype=np.float32)
+        stops = [s for s in request.stop if s]
+        pieces: list[bytes] = []
+        logprobs: list[float] = []
+        text, finish = "", "length"
+
+        self._prefill(prompt)
+        for step in range(request.max_tokens):
+            np.copyto(scores, self._last_logits())
+            bias(None, scores)
+            token = self._pick(scores, request.temperature, rng)
+            if self._lib.llama_vocab_is_eog(self._vocab, token):
+                finish = "stop"
+                break
+            if request.logprobs:
+                top = scores.max()
+                logprobs.append(float(scores[token] - top - np.log(np.exp(scores - top).sum())))
+            pieces.append(self._piece(token))
+            text = b"".join(pieces).decode("utf-8", errors="replace")
+            cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+                break
+            if step + 1 < request.max_tokens:
+                self._extend([token])
+        return Completion(
+            text=text,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(pieces),
+            finish_reason=finish,
+            seconds=time.perf_counter() - start,
+            token_logprobs=logprobs if request.logprobs else None,
+        )
+
+    @staticmethod
+    def _pick(scores: np.ndarray, temperature: float, rng: np.random.Generator | None) -> int:
+        if rng is None or temperature <= 0:
+            return int(np.argmax(scores))
+        z = scores / temperature
+        cdf = np.cumsum(np.exp(z - z.max()))
+        return min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
+
+    # ----------------------------------------------------------------- protocol: choices
+    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
+        """Log-probability of each choice as the continuation of the assistant turn after
+        `answer_prefix`, with the bias added to the logits at every position.
+
+        Each choice is tokenized together with the prompt (so a boundary merge such as a
+        trailing space joining the choice's first word is scored as the model would see it);
+        the tokens after the prompt's common prefix are the choice's. The shared prefix is
+        evaluated once; each choice then evaluates only its own tokens (minus the last, whose
+        logits are not needed), all positions in one batch. Single-token choices cost nothing
+        beyond the prompt."""
+        start = time.perf_counter()
+        base = self._encode_chat(request.messages, request.answer_prefix)
+        fulls = [self._encode_chat(request.messages, request.answer_prefix + c)
+                 for c in request.choices]
+        for full in fulls:
+            self._check_fits(len(full), f"prompt with choice ({len(full)} tokens)")
+        owns = [_common_prefix(base, full) for full in fulls]  # choice i scores full[owns[i]:]
+        shared = min(owns, default=len(base))
+        if shared == 0:
+            raise ValueError("score_choices needs a non-empty prompt before the choices")
+        bias = DenseBias(request.bias, self._n_vocab)
+
+        logprobs: list[float] = []
+        with self._lock:
+            self._prefill(base[:shared])
+            first_row = self._last_logits().copy()
+            for full, own in zip(fulls, owns):
+                targets = full[own:]
+                if not targets:
+                    logprobs.append(0.0)
+                    continue
+                rows = self._extend(full[shared:-1], all_logits=True) if len(full) - 1 > shared \
+                    else np.empty((0, self._n_vocab), dtype=np.float32)
+                # row for predicting position t is first_row if t == shared else rows[t-shared-1]
+                rows = np.vstack([first_row[None, :], rows])[own - shared:]
+                logprobs.append(float(_log_softmax_at(bias(None, rows), targets).sum()))
+        return ChoiceScores(
+            choices=tuple(request.choices),
+            logprobs=logprobs,
+            token_counts=[len(full) - own for full, own in zip(fulls, owns)],
+            prompt_tokens=len(base),
+            seconds=time.perf_counter() - start,
+        )
+
+    # ----------------------------------------------------------------- lifecycle
+    def clear_cache(self) -> None:
+        """Forget the cached prompt prefix (the next request evaluates its whole prompt)."""
+        with self._lock:
+            self._truncate(0)
+
+    def close(self) -> None:
+        """Free the context and model now (they are also freed when garbage-collected)."""
+        with self._lock:
+            self._batch.close()
+            self._ctx.close()
+            self._model.close()
+            self._cached = []
+
+    # ----------------------------------------------------------------- internals
+    def _check_fits(self, needed: int, what: str) -> None:
+        if needed > self._n_ctx:
+            raise InputTooLargeError(
+                f"{what} exceeds the context window of {self._n_ctx} tokens.",
+                "Fit the evidence with faithrag.llm.budget.fit_evidence, lower max_tokens, "
+                "or load the model with a larger n_ctx.")
+
+    def _tokenize(self, data: bytes, special: bool) -> list[int]:
+        size = len(data) + 8
+        for _ in range(2):
+            buf = (self._lib.llama_token * size)()
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), buf, size, False, special)
+            if n >= 0:
+                return list(buf[:n])
+            size = -n
+        raise RuntimeError("llama_tokenize failed")
+
+    def _piece(self, token: int) -> bytes:
+        size = 64
+        for _ in range(2):
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buf, size, 0, False)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+        raise RuntimeError("llama_token_to_piece failed")
+
+    def _control_tokens(self) -> dict[str, int]:
+        """Texts of the control tokens that llama.cpp would parse out of a prompt."""
+        lib, wanted = self._lib, self._lib.LLAMA_TOKEN_ATTR_CONTROL | self._lib.LLAMA_TOKEN_ATTR_UNKNOWN
+        control: dict[str, int] = {}
+        for token in range(self._n_vocab):
+            if lib.llama_vocab_get_attr(self._vocab, token) & wanted:
+                text = lib.llama_vocab_get_text(self._vocab, token).decode("utf-8", "replace")
+                if text:
+                    control.setdefault(text, token)
+        return control
+
+    def _render(self, contents: Sequence[str], messages: Sequence[Message]) -> str:
+        chat = [{"role": m.role, "content": c} for m, c in zip(messages, contents)]
+        return self._formatter(messages=chat).prompt
+
+    def _encode_chat(self, messages: Sequence[Message], suffix: str = "") -> list[int]:
+        """Token ids of the chat template applied to `messages`, followed by `suffix` (text of the
+        assistant turn so far). Equivalent to llama.cpp tokenizing the rendered prompt with
+        special-token parsing, except that message contents and the suffix are plain text."""
+        marks = [_MARK.format(i) for i in range(len(messages))]
+        skeleton = self._render(marks, messages)
+        pieces = re.split("(" + "|".join(re.escape(m) for m in marks) + ")", skeleton)
+        template_parts = pieces[0::2]
+        if pieces[1::2] != marks:  # a template that drops or repeats a message: fall back
+            return self._tokenize((self._render([m.content for m in messages], messages)
+                                   + suffix).encode("utf-8"), special=True)
+        real = self._render([m.content for m in messages], messages)
+        for contents in ([m.content for m in messages], [m.content.strip() for m in messages]):
+            if "".join(p + c for p, c in zip(template_parts, contents)) + template_parts[-1] == real:
+                break
+        else:  # the template rewrites contents beyond trimming: plain llama.cpp behaviour
+            return self._tokenize((real + suffix).encode("utf-8"), special=True)
+
+        segments: list[str | int] = []  # plain text or a control token id
+
+        def add_text(text: str) -> None:
+            if segments and isinstance(segments[-1], str):
+                segments[-1] += text
+            elif text:
+                segments.append(text)
+
+        for i, part in enumerate(template_parts):
+            for j, chunk in enumerate(self._control_pattern.split(part) if self._control_pattern
+                                      else [part]):
+                if j % 2:
+                    segments.append(self._control[chunk])
+                else:
+                    add_text(chunk)
+            if i < len(contents):
+                add_text(contents[i])
+        add_text(suffix)
+        ids: list[int] = []
+        for seg in segments:
+            if isinstance(seg, int):
+                ids.append(seg)
+            elif seg:
+                ids.extend(self._tokenize(seg.encode("utf-8"), special=False))
+        return ids
+
+    def _last_logits(self) -> np.ndarray:
+        ptr = self._lib.llama_get_logits_ith(self._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+
+    def _prefill(self, prompt: list[int]) -> None:
+        """Make the cache hold `prompt` with the logits of its last position ready, re-using the
+        cached common prefix (at least the last token is always evaluated, for its logits)."""
+        keep = min(_common_prefix(self._cached, prompt), len(prompt) - 1)
+        self._truncate(keep)
+        self._extend(prompt[keep:])
+
+    def _truncate(self, keep: int) -> None:
+        mem = self._lib.llama_get_memory(self._ctx.ctx)
+        if not self._lib.llama_memory_seq_rm(mem, 0, keep, -1):  # recurrent models: all or none
+            self._lib.llama_memory_clear(mem, True)
+            keep = 0
+        del self._cached[keep:]
+
+    def _extend(self, tokens: Sequence[int], all_logits: bool = False) -> np.ndarray | None:
+        """Evaluate `tokens` after the cached ones. With all_logits, return a copy of the logits
+        of every position (len(tokens) x n_vocab); otherwise only the last row is kept, in the
+        context, for `_last_logits`."""
+        rows = []
+        n_past = len(self._cached)
+        for i in range(0, len(tokens), self._n_batch):
+            chunk = list(tokens[i:i + self._n_batch])
+            self._batch.set_batch(chunk, n_past=n_past, logits_all=all_logits)
+            try:
+                self._ctx.decode(self._batch)
+            except RuntimeError:
+                self._cached = []
+                self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+                raise
+            self._cached.extend(chunk)
+            n_past += len(chunk)
+            if all_logits:
+                ptr = self._lib.llama_get_logits(self._ctx.ctx)
+                rows.append(np.ctypeslib.as_array(ptr, shape=(len(chunk), self._n_vocab)).copy())
+        if all_logits:
+            return np.concatenate(rows) if rows else np.empty((0, self._n_vocab), np.float32)
+        return None

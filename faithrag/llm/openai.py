@@ -1,0 +1,736 @@
+"""The LLM protocol over any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp's llama-server,
+llama-cpp-python's server, OpenAI), with httpx and no SDK.
+
+Generation is `POST {base_url}/chat/completions`; a TokenBias travels as `logit_bias` (see
+`logit_bias_payload` for clamping and the cap). Token ids must come from the tokenizer the server
+uses: `tokenizer="server"` asks the server itself, otherwise a local tokenizer (a preset or .gguf
+through llama-cpp-python with `vocab_only=True`, or a Hugging Face tokenizer.json) is checked once
+against the server's tokenize endpoint when it has one.
+
+What the servers offer, and what this backend uses of it (from each project's source and docs;
+llama-cpp-python's server is the one exercised by the tests):
+- vLLM: POST /tokenize (text, or messages through the chat template) and /detokenize at the root;
+  context window from /v1/models `max_model_len`; prompt log-probs with echo.
+- llama.cpp llama-server: POST /tokenize, /detokenize and /apply-template (the chat template) at
+  the root; context window from GET /props `default_generation_settings.n_ctx`; no prompt
+  log-probs with echo (only the generated tokens').
+- llama-cpp-python server (`python -m llama_cpp.server`): POST /extras/tokenize (adds BOS when
+  the model does; we drop it) and /extras/detokenize; `logit_bias` keys are token ids unless
+  `logit_bias_type="tokens"` is sent (we never send it); log-probs need `logits_all`, on by
+  default in its server; the context window is not exposed (pass `context_window`); no chat
+  template endpoint (a local GGUF tokenizer renders the GGUF's template exactly as it does).
+  Echoed prompt log-probs (0.3.36) are right only when the prompt starts with the BOS token,
+  and cost ~0.1 s per prompt token (a Python sort of the vocabulary per token).
+- OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
+  the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
+
+Robustness: every request has a timeout; connection errors, timeouts, 429 and 5xx are retried
+`max_retries` times with exponential back-off and jitter (a numeric Retry-After is honoured, up
+to 30 s). When the attempts run out, a server that never answered (or kept answering 429/502/
+503/504) gives ServerUnreachableError; one that kept failing with another 5xx gives
+ServerRejectedError with its message, as does any 4xx at once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from faithrag.errors import (
+    ConfigError,
+    RuntimeUnavailableError,
+    ServerRejectedError,
+    ServerUnreachableError,
+)
+from faithrag.llm.base import (
+    ChoiceRequest,
+    ChoiceScores,
+    Completion,
+    GenerationRequest,
+    Message,
+    TokenBias,
+)
+from faithrag.llm.models import PRESETS, resolve_model
+
+LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
+TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default max_logprobs) return per position
+MAX_BACKOFF = 30.0
+# Approximate chat accounting when no template is available: per-message markup (role markers,
+# separators) and boilerplate such as a default system prompt that some templates add
+# (SmolLM2's and Qwen2.5's are about 20 tokens). Errs on the high side, as a context guard should.
+APPROX_TOKENS_PER_MESSAGE = 8
+APPROX_TOKENS_PER_CHAT = 32
+_PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
+
+
+def logit_bias_payload(bias: TokenBias, cap: int | None = None) -> tuple[dict[str, float], list[str]]:
+    """`bias` as an OpenAI `logit_bias` map (string token id -> value), plus warnings.
+
+    Values are clamped to [-100, 100]. When `cap` is set and the bias has more entries, the kept
+    entries are chosen by: largest |value| first; on equal |value|, boosts (positive) before
+    suppressions; then lower token id. For CSRAG (alpha=-1 on the parametric set T_p, beta=+3 on
+    the context set T_c) this keeps context-only tokens (+3) first, then tokens in both (+2), and
+    only then the suppressed parametric tokens (-1): the context boost is what makes the answer
+    follow the evidence.
+    """
+    warnings: list[str] = []
+    entries = [(int(i), float(v)) for i, v in zip(bias.ids.tolist(), bias.values.tolist()) if v]
+    clamped = sum(1 for _, v in entries if abs(v) > LOGIT_BIAS_LIMIT)
+    if clamped:
+        warnings.append(f"logit_bias: {clamped} value(s) clamped to [-100, 100]")
+    entries = [(i, max(-LOGIT_BIAS_LIMIT, min(LOGIT_BIAS_LIMIT, v))) for i, v in entries]
+    if cap is not None and len(entries) > cap:
+        entries.sort(key=lambda e: (-abs(e[1]), e[1] < 0, e[0]))
+        warnings.append(
+            f"logit_bias capped at {cap} of {len(entries)} entries (kept the largest |bias|, "
+            f"boosts before suppressions on ties); {len(entries) - cap} token(s) unbiased")
+        entries = entries[:cap]
+    return {str(i): v for i, v in sorted(entries)}, warnings
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The server's own explanation of a failed request, in the shapes servers use."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:500] or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return str(error)[:500]
+    return str(body)[:500]
+
+
+def _server_root(base_url: str) -> str:
+    root = base_url.rstrip("/")
+    return root.removesuffix("/v1")
+
+
+class _LocalTokenizer(Protocol):
+    """A tokenizer that runs in-process and must match the server's."""
+
+    name: str
+    vocab_size: int
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        """Ids of `text`, no BOS; `special` parses control-token markup such as <|im_start|>."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def render_chat(self, messages: Sequence[Message]) -> str | None:
+        """The prompt text of `messages` under the model's chat template, or None if unknown."""
+        ...
+
+
+class _GGUFTokenizer:
+    """The vocabulary of a GGUF (llama-cpp-python, `vocab_only=True`) and its chat template,
+    rendered as llama-cpp-python's server renders it (Jinja2ChatFormatter; for the three exact
+    templates it maps to built-in formats, chatml/mistral-instruct/llama-3, whitespace may
+    differ)."""
+
+    def __init__(self, path: Path):
+        try:
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as exc:
+            raise RuntimeUnavailableError(
+                f"tokenizer '{path}' needs llama-cpp-python, which cannot be imported ({exc}).",
+                "Run `make setup` (scripts/build_llama_wheel.sh), or use tokenizer='server' or a "
+                "tokenizer.json.") from exc
+        self.name = str(path)
+        self._llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        self.vocab_size = int(self._llama.n_vocab())
+        template = self._llama.metadata.get("tokenizer.chat_template")
+        self._formatter = None
+        if template:
+            bos, eos = self._llama.token_bos(), self._llama.token_eos()
+            text = self._llama._model.token_get_text
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                bos_token=text(bos) if bos != -1 else "",
+                eos_token=text(eos) if eos != -1 else "",
+                add_generation_prompt=True,
+            )
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._llama.detokenize(list(ids)).decode("utf-8", errors="replace")
+
+    def render_chat(self, messages: Sequence[Message]) -> str | None:
+        if self._formatter is None:
+            return None
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        return self._formatter(messages=chat).prompt
+
+
+class _HFTokenizer:
+    """A Hugging Face tokenizer.json (the `tokenizers` package). No chat template: chat token
+    counts are approximate."""
+
+    def __init__(self, path: Path):
+        from tokenizers import Tokenizer
+
+        self.name = str(path)
+        self._tok = Tokenizer.from_file(str(path))
+        self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        # tokenizers always parses added (special) tokens in text; `special` cannot switch it off
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+    def render_chat(self, messages: Sequence[Message]) -> str | None:
+        return None
+
+
+def _load_tokenizer(spec: str) -> _LocalTokenizer | None:
+    if spec == "server":
+        return None
+    path = Path(spec).expanduser()
+    if spec in PRESETS or path.suffix == ".gguf":
+        return _GGUFTokenizer(resolve_model(spec))
+    if path.suffix == ".json" and path.is_file():
+        return _HFTokenizer(path)
+    raise ConfigError(
+        f"tokenizer '{spec}' is neither 'server', a preset ({', '.join(PRESETS)}), a .gguf file "
+        "nor an existing tokenizer.json.",
+        "Use tokenizer='server' when the server has a tokenize endpoint, otherwise the GGUF or "
+        "tokenizer.json of the model the server runs.")
+
+
+class _Flavor:
+    """What the server's own tokenizer endpoints look like (probed once)."""
+
+    VLLM = "vllm"  # POST /tokenize {prompt|messages} -> {tokens, count, max_model_len}
+    LLAMA_SERVER = "llama-server"  # POST /tokenize {content} -> {tokens}; /apply-template
+    LLAMA_CPP_PYTHON = "llama-cpp-python"  # POST /extras/tokenize {input} -> {tokens} (adds BOS)
+
+
+class OpenAICompatLLM:
+    """The LLM protocol against an OpenAI-compatible server.
+
+    base_url: the API root including /v1, e.g. "http://127.0.0.1:8000/v1".
+    model: the server's model name (sent as "model"; also this backend's `name`).
+    tokenizer: "server", a preset name, a .gguf path or a tokenizer.json path (see module doc).
+    timeout: seconds per HTTP attempt (connecting is capped at 10 s).
+    max_retries: extra attempts after a connection error, timeout, 429 or 5xx.
+    concurrency: requests in flight at once in `generate` and `score_choices`, so that an engine
+        such as vLLM batches them; results keep the input order.
+    logit_bias_cap: most entries sent in `logit_bias` (e.g. 300 for api.openai.com); None = all.
+    context_window: used when the server does not report its own; when both are known the
+        smaller one wins.
+    backoff: first retry delay in seconds (doubled each retry, with +-50 % jitter).
+    transport: an httpx transport (tests use httpx.MockTransport).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        tokenizer: str = "server",
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        concurrency: int = 4,
+        logit_bias_cap: int | None = None,
+        context_window: int | None = None,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise ConfigError(
+                f"Bad OpenAI backend settings: concurrency={concurrency}, max_retries="
+                f"{max_retries}, timeout={timeout}.",
+                "concurrency >= 1, max_retries >= 0 and timeout > 0 are required.")
+        self.name = model
+        self.base_url = base_url.rstrip("/")
+        self.root_url = _server_root(self.base_url)
+        self._model = model
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._concurrency = concurrency
+        self._cap = logit_bias_cap
+        self._configured_context = context_window
+        self._backoff = backoff
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=concurrency + 2),
+            transport=transport,
+        )
+        self._local = _load_tokenizer(tokenizer)
+        self._lock = threading.Lock()
+        self._flavor: str | None = None
+        self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends
+        self._probed = False
+        self._server_context: int | None = None
+        self._server_vocab: int | None = None
+        self._info_probed = False
+
+    # ----------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        self._client.close()
+
+    # ----------------------------------------------------------------- HTTP
+    def _request(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        attempts = self._max_retries + 1
+        last, last_status, retry_after = "", 0, 0.0
+        for attempt in range(attempts):
+            if attempt:
+                delay = self._backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+                time.sleep(min(MAX_BACKOFF, max(delay, retry_after)))
+            try:
+                response = self._client.request(method, url, json=payload)
+            except httpx.TimeoutException:
+                last, last_status, retry_after = f"no answer within {self._timeout:g} s", 0, 0.0
+                continue
+            except httpx.TransportError as exc:
+                last, last_status, retry_after = f"connection failed: {exc}", 0, 0.0
+                continue
+            status = response.status_code
+            if status == 429 or status >= 500:
+                last, last_status = f"HTTP {status}: {_error_message(response)}", status
+                header = response.headers.get("retry-after", "")
+                retry_after = float(header) if header.replace(".", "", 1).isdigit() else 0.0
+                continue
+            if status >= 400:
+                raise ServerRejectedError(
+                    f"{url} rejected the request (HTTP {status}): {_error_message(response)}",
+                    "The server does not accept a parameter or value this request used; see its "
+                    "message (and its log).")
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise ServerRejectedError(
+                    f"{url} answered HTTP {status} with a body that is not JSON: "
+                    f"{response.text[:200]!r}",
+                    "Check that --base-url points at an OpenAI-compatible API (usually ending "
+                    "in /v1).") from exc
+        if last_status and last_status not in (429, 502, 503, 504):
+            raise ServerRejectedError(
+                f"{url} kept failing after {attempts} attempts (last: {last}).",
+                "The server is up but fails on this request; see its log.")
+        raise ServerUnreachableError(
+            f"The server at {url} did not answer after {attempts} attempts (last: {last}).",
+            "Start the server or check --base-url (and the timeout).")
+
+    def _post(self, path: str, payload: dict[str, Any]) -> Any:
+        return self._request("POST", self.base_url + path, payload)
+
+    def _probe(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        """A request for an optional endpoint: None when the server refuses it (4xx)."""
+        try:
+            return self._request(method, url, payload)
+        except ServerRejectedError:
+            return None
+
+    # ----------------------------------------------------------------- server capabilities
+    def _ensure_tokenizer(self) -> None:
+        """Find the server's tokenize endpoint once; check a local tokenizer against it."""
+        if self._probed:
+            return
+        with self._lock:
+            if self._probed:
+                return
+            data = self._probe("POST", self.root_url + "/tokenize", {
+                "model": self._model, "prompt": _PROBE_TEXT, "add_special_tokens": False,
+                "content": _PROBE_TEXT, "add_special": False})
+            if isinstance(data, dict) and isinstance(data.get("tokens"), list):
+                is_vllm = "count" in data or "max_model_len" in data
+                self._flavor = _Flavor.VLLM if is_vllm else _Flavor.LLAMA_SERVER
+                if data.get("max_model_len"):
+                    self._server_context = int(data["max_model_len"])
+            else:
+                empty = self._probe("POST", self.root_url + "/extras/tokenize",
+                                    {"model": self._model, "input": ""})
+                if isinstance(empty, dict) and isinstance(empty.get("tokens"), list):
+                    self._flavor = _Flavor.LLAMA_CPP_PYTHON
+                    self._bos_prefix = [int(t) for t in empty["tokens"]]
+            if self._local is None and self._flavor is None:
+                raise ConfigError(
+                    f"The server at {self.root_url} has no tokenize endpoint (tried /tokenize "
+                    "and /extras/tokenize), so tokenizer='server' cannot work.",
+                    "Pass the tokenizer of the served model: tokenizer=<preset|model.gguf|"
+                    "tokenizer.json>.")
+            if self._local is not None and self._flavor is not None:
+                local_ids = self._local.encode(_PROBE_TEXT, special=False)
+                server_ids = self._server_tokenize(_PROBE_TEXT)
+                if local_ids != server_ids:
+                    raise ConfigError(
+                        f"tokenizer '{self._local.name}' does not match the server's: "
+                        f"{_PROBE_TEXT!r} -> {local_ids[:8]}... locally, {server_ids[:8]}... on "
+                        "the server.",
+                        "Use tokenizer='server' or the tokenizer of the model the server runs; "
+                        "biased token ids would hit the wrong tokens.")
+            self._probed = True
+
+    def _ensure_info(self) -> None:
+        """Context window and vocabulary size as the server reports them (once)."""
+        if self._info_probed:
+            return
+        self._ensure_tokenizer()
+        with self._lock:
+            if self._info_probed:
+                return
+            models = self._probe("GET", self.base_url + "/models")
+            entries = models.get("data", []) if isinstance(models, dict) else []
+            entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == self._model),
+                         entries[0] if len(entries) == 1 else None)
+            if isinstance(entry, dict):
+                if entry.get("max_model_len"):  # vLLM
+                    self._server_context = int(entry["max_model_len"])
+                meta = entry.get("meta")
+                if isinstance(meta, dict) and meta.get("n_vocab"):  # llama-server
+                    self._server_vocab = int(meta["n_vocab"])
+            if self._flavor == _Flavor.LLAMA_SERVER:
+                props = self._probe("GET", self.root_url + "/props")
+                settings = props.get("default_generation_settings") if isinstance(props, dict) \
+                    else None
+                if isinstance(settings, dict) and settings.get("n_ctx"):
+                    self._server_context = int(settings["n_ctx"])
+            self._info_probed = True
+
+    # ----------------------------------------------------------------- protocol: tokenizer
+    @property
+    def context_window(self) -> int:
+        self._ensure_info()
+        known = [n for n in (self._server_context, self._configured_context) if n]
+        if not known:
+            raise ConfigError(
+                f"The server at {self.base_url} does not report its context window.",
+                "Pass context_window (llm.n_ctx) with the value the server was started with.")
+        return min(known)
+
+    @property
+    def vocab_size(self) -> int:
+        if self._local is not None:
+            return self._local.vocab_size
+        self._ensure_info()
+        if self._server_vocab is None:
+            raise ConfigError(
+                f"The server at {self.base_url} does not report its vocabulary size.",
+                "Pass the served model's tokenizer (tokenizer=<preset|model.gguf|tokenizer.json>).")
+        return self._server_vocab
+
+    def tokenize(self, text: str) -> list[int]:
+        """Ids of `text` without BOS. Note: llama-cpp-python's server parses control-token markup
+        (e.g. "<|im_end|>") in the text into the control token; local GGUF tokenizers do not."""
+        self._ensure_tokenizer()
+        if self._local is not None:
+            return self._local.encode(text, special=False)
+        return self._server_tokenize(text)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        self._ensure_tokenizer()
+        ids = [int(i) for i in ids]
+        if not ids:
+            return ""
+        if self._local is not None:
+            return self._local.decode(ids)
+        if self._flavor == _Flavor.LLAMA_CPP_PYTHON:
+            return self._request("POST", self.root_url + "/extras/detokenize",
+                                 {"model": self._model, "tokens": ids})["text"]
+        data = self._request("POST", self.root_url + "/detokenize",
+                             {"model": self._model, "tokens": ids})
+        return data["prompt"] if self._flavor == _Flavor.VLLM else data["content"]
+
+    def _server_tokenize(self, text: str) -> list[int]:
+        if self._flavor == _Flavor.LLAMA_CPP_PYTHON:
+            ids = self._request("POST", self.root_url + "/extras/tokenize",
+                                {"model": self._model, "input": text})["tokens"]
+            n = len(self._bos_prefix)
+            return [int(t) for t in (ids[n:] if ids[:n] == self._bos_prefix else ids)]
+        if self._flavor == _Flavor.VLLM:
+            payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
+        else:
+            payload = {"content": text, "add_special": False}
+        return [int(t) for t in self._request("POST", self.root_url + "/tokenize", payload)["tokens"]]
+
+    def _tokenize_prompt(self, text: str) -> list[int]:
+        """Ids of a rendered prompt with control-token markup parsed, as the server reads it."""
+        if self._local is not None:
+            return self._local.encode(text, special=True)
+        return self._server_tokenize(text)  # server endpoints parse control tokens
+
+    def _render_chat(self, messages: Sequence[Message]) -> str | None:
+        """The prompt text the server builds from `messages`, when we can know it."""
+        self._ensure_tokenizer()
+        if self._local is not None:
+            rendered = self._local.render_chat(messages)
+            if rendered is not None:
+                return rendered
+        if self._flavor == _Flavor.LLAMA_SERVER:
+            data = self._probe("POST", self.root_url + "/apply-template",
+                               {"messages": _messages_json(messages)})
+            if isinstance(data, dict) and isinstance(data.get("prompt"), str):
+                return data["prompt"]
+        return None
+
+    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
+        """Exact when the chat template is known (a local GGUF's template, vLLM's /tokenize with
+        messages, llama-server's /apply-template); otherwise an estimate: content tokens +
+        APPROX_TOKENS_PER_MESSAGE per message + APPROX_TOKENS_PER_CHAT, meant to err high."""
+        self._ensure_tokenizer()
+        if self._local is None and self._flavor == _Flavor.VLLM:
+            data = self._request("POST", self.root_url + "/tokenize", {
+                "model": self._model, "messages": _messages_json(messages),
+                "add_generation_prompt": True})
+            return len(data["tokens"])
+        rendered = self._render_chat(messages)
+        if rendered is not None:
+            return len(self._tokenize_prompt(rendered))
+        return (sum(len(self.tokenize(m.content)) + APPROX_TOKENS_PER_MESSAGE for m in messages)
+                + APPROX_TOKENS_PER_CHAT)
+
+    # ----------------------------------------------------------------- protocol: generation
+    def _map(self, fn, items: list) -> list:
+        if len(items) <= 1 or self._concurrency == 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """One chat completion per request, `concurrency` in flight at once, in input order."""
+        return self._map(self._generate_one, list(requests))
+
+    def _generate_one(self, request: GenerationRequest) -> Completion:
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "messages": _messages_json(request.messages),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "seed": request.seed,
+        }
+        if request.stop:
+            payload["stop"] = list(request.stop)
+        warnings: list[str] = []
+        if request.bias:
+            payload["logit_bias"], warnings = logit_bias_payload(request.bias, self._cap)
+        if request.logprobs:
+            # llama-cpp-python returns no log-probs unless top_logprobs is set as well
+            payload["logprobs"], payload["top_logprobs"] = True, 0
+        start = time.perf_counter()
+        data = self._post("/chat/completions", payload)
+        seconds = time.perf_counter() - start
+        choice = _first_choice(data, self.base_url + "/chat/completions")
+        text = (choice.get("message") or {}).get("content") or ""
+
+        token_logprobs = None
+        if request.logprobs:
+            content = (choice.get("logprobs") or {}).get("content")
+            if content is None:
+                warnings.append("the server returned no log-probs")
+            else:
+                token_logprobs = [float(t["logprob"]) for t in content]
+        usage = data.get("usage") or {}
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if prompt_tokens is None or completion_tokens is None:
+            warnings.append("the server reported no token usage; counts are estimates")
+            prompt_tokens = self.count_chat_tokens(request.messages)
+            completion_tokens = len(self.tokenize(text))
+        return Completion(
+            text=text,
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            finish_reason=choice.get("finish_reason") or "stop",
+            seconds=seconds,
+            token_logprobs=token_logprobs,
+            warnings=warnings,
+        )
+
+    # ----------------------------------------------------------------- protocol: choices
+    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
+        """Log-probability of each choice as the start of the assistant's answer, bias applied.
+
+        Servers report log-probs before `logit_bias` (see module doc), so the scoring requests
+        carry no bias: its value for each scored token is added to the reported log-prob. What
+        that leaves out is the bias's normaliser log sum_j p_j exp(b_j), the same for every
+        choice at a position whose context all choices share: rankings and `probabilities()` are
+        exact for first-token scoring, approximate past the first token (a warning says so).
+
+        The choices' tokens are those of the rendered prompt + answer_prefix + choice after its
+        common prefix with the prompt (a token merged across the boundary is the choice's) when
+        the chat template is known (local GGUF, llama-server's /apply-template); otherwise, with
+        no answer_prefix, the choice tokenized alone.
+
+        (a) First token, one request, when every choice has a distinct first token of its own:
+            chat completion (no answer_prefix) or /v1/completions on prompt + answer_prefix, with
+            max_tokens=1 and the top 20 log-probs. Any server; `token_counts` are 1.
+        (b) Whole choice, one request per choice, when (a) does not apply or a first token is
+            not in the top 20: /v1/completions with echo=true on prompt + answer_prefix + choice.
+            Needs the chat template and prompt log-probs (vLLM; llama-cpp-python only when the
+            prompt starts with the BOS token, e.g. SmolLM2's ChatML: its echo log-probs are
+            shifted otherwise, which is detected and refused; not llama-server nor OpenAI).
+        Without (b), a choice missing from the top 20 scores -inf with a warning; if all are
+        missing, or (a) does not apply, ServerRejectedError says why.
+        """
+        if not request.choices or any(not c for c in request.choices):
+            raise ValueError("score_choices needs at least one choice and no empty choices")
+        start = time.perf_counter()
+        bias = request.bias.as_dict() if request.bias else {}
+        rendered = self._render_chat(request.messages)
+        if rendered is None and request.answer_prefix:
+            raise ServerRejectedError(
+                "Cannot score choices after an answer_prefix: the chat template of the server is "
+                "unknown, and chat completions cannot continue a partial assistant turn.",
+                "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>), or no answer_prefix.")
+        context = None if rendered is None else rendered + request.answer_prefix
+        if context is None:
+            owned = [self.tokenize(c) for c in request.choices]
+        else:
+            context_ids = self._tokenize_prompt(context)
+            fulls = [self._tokenize_prompt(context + c) for c in request.choices]
+            # a choice whose first token merges into the prompt has no first token of its own
+            owned = [f[len(context_ids):] if _common_prefix(context_ids, f) == len(context_ids)
+                     else [] for f in fulls]
+            whole = [f[_common_prefix(context_ids, f):] for f in fulls]
+        firsts = [ids[0] if ids else None for ids in owned]
+        if None not in firsts and len(set(firsts)) == len(firsts):
+            scores = self._score_first_tokens(request, firsts, bias, context)
+            missing = [c for c, lp in zip(request.choices, scores.logprobs) if lp == -math.inf]
+            if not missing or context is None:
+                if len(missing) == len(request.choices):
+                    raise ServerRejectedError(
+                        f"None of the choices' first tokens is among the server's top "
+                        f"{TOP_LOGPROBS}, and whole-choice scoring needs the chat template.",
+                        "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a "
+                        "server that returns prompt log-probs (vLLM, llama-cpp-python).")
+                if missing:
+                    scores.warnings.append(f"first token of {missing} not among the server's "
+                                           f"top {TOP_LOGPROBS}: scored -inf")
+                scores.seconds = time.perf_counter() - start
+                return scores
+        elif context is None:
+            raise ServerRejectedError(
+                "Cannot score these choices over this API: they share their first token, so "
+                "each needs its own prompt log-probs, and the chat template of the server is "
+                "unknown.",
+                "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a server that "
+                "returns prompt log-probs (vLLM, llama-cpp-python), or choices with distinct "
+                "first tokens.")
+        scores = self._score_by_echo(request, context, whole, bias)
+        scores.seconds = time.perf_counter() - start
+        return scores
+
+    def _score_first_tokens(self, request: ChoiceRequest, firsts: list[int],
+                            bias: dict[int, float], context: str | None) -> ChoiceScores:
+        """First-token log-probs from one request: chat completion when there is no
+        answer_prefix, else /v1/completions on the rendered prompt + answer_prefix."""
+        payload: dict[str, Any] = {"model": self._model, "max_tokens": 1, "temperature": 0.0}
+        if self._flavor == _Flavor.VLLM:
+            payload["return_tokens_as_token_ids"] = True  # "token_id:123" instead of text
+        if request.answer_prefix:
+            payload.update(prompt=context, logprobs=TOP_LOGPROBS)
+            data = self._post("/completions", payload)
+            logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+            tops = logprobs.get("top_logprobs") or []
+            top = dict(tops[0]) if tops and tops[0] else {}
+        else:
+            payload.update(messages=_messages_json(request.messages), logprobs=True,
+                           top_logprobs=TOP_LOGPROBS)
+            data = self._post("/chat/completions", payload)
+            content = (_first_choice(data, self.base_url + "/chat/completions").get("logprobs")
+                       or {}).get("content") or []
+            top = {e["token"]: e["logprob"] for e in content[0].get("top_logprobs") or []} \
+                if content else {}
+        if not top:
+            raise ServerRejectedError(
+                f"{self.base_url} returned no log-probs for a request that asked for them.",
+                "Use a server that returns log-probs (llama-cpp-python needs logits_all, which "
+                "its server enables by default).")
+        by_id = {int(t[len("token_id:"):]): float(lp) for t, lp in top.items()
+                 if t.startswith("token_id:")}
+        logprobs = []
+        for token in firsts:
+            lp = by_id.get(token) if by_id else top.get(self.detokenize([token]))
+            logprobs.append(-math.inf if lp is None else float(lp) + bias.get(token, 0.0))
+        usage = data.get("usage") or {}
+        return ChoiceScores(
+            choices=tuple(request.choices),
+            logprobs=logprobs,
+            token_counts=[1] * len(firsts),
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            seconds=0.0,
+        )
+
+    def _score_by_echo(self, request: ChoiceRequest, context: str, targets: list[list[int]],
+                       bias: dict[int, float]) -> ChoiceScores:
+        """Each choice's own tokens (`targets`, the last tokens of context + choice) scored
+        from the echoed prompt log-probs. The one generated token is forced (logit_bias +100 on
+        the choice's first token) so that its echo entry can be checked: it must come last,
+        after the prompt's entries, or the entries are misaligned."""
+
+        def score(job: tuple[str, list[int]]) -> tuple[float, int, int]:
+            choice, own = job
+            forced = own[0]
+            data = self._post("/completions", {
+                "model": self._model, "prompt": context + choice, "max_tokens": 1,
+                "temperature": 0.0, "echo": True, "logprobs": 0,
+                "logit_bias": {str(forced): LOGIT_BIAS_LIMIT}})
+            logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+            tokens = logprobs.get("tokens") or []
+            values = logprobs.get("token_logprobs") or []
+            usage = data.get("usage") or {}
+            aligned = (usage.get("completion_tokens") == 1 and len(values) == len(tokens)
+                       and len(values) > len(own) and tokens[-1] in
+                       (f"token_id:{forced}", self.detokenize([forced])))
+            own_values = values[-1 - len(own):-1] if aligned else []
+            if not aligned or any(v is None for v in own_values):
+                raise ServerRejectedError(
+                    f"{self.base_url}/completions did not return usable prompt log-probs for "
+                    "echo=true: missing (llama-server, OpenAI) or misaligned (llama-cpp-python "
+                    "when the prompt does not start with the BOS token).",
+                    "Use choices with distinct first tokens, or a server that returns prompt "
+                    "log-probs (vLLM).")
+            total = sum(float(v) + bias.get(t, 0.0) for v, t in zip(own_values, own))
+            return total, len(own), int(usage.get("prompt_tokens", 0)) - len(own)
+
+        results = self._map(score, list(zip(request.choices, targets)))
+        warnings = []
+        if bias and any(n > 1 for _, n, _ in results):
+            warnings.append("bias added to multi-token choices without the per-position "
+                            "normaliser past the first token: the ranking is approximate")
+        return ChoiceScores(
+            choices=tuple(request.choices),
+            logprobs=[r[0] for r in results],
+            token_counts=[r[1] for r in results],
+            prompt_tokens=results[0][2],
+            seconds=0.0,
+            warnings=warnings,
+        )
+
+
+def _messages_json(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _first_choice(data: Any, url: str) -> dict[str, Any]:
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise ServerRejectedError(f"{url} answered without choices: {str(data)[:300]}",
+                                  "Check that --base-url points at an OpenAI-compatible API.")
+    return choices[0]
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i

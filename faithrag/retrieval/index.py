@@ -1,0 +1,257 @@
+"""The on-disk index: passages plus a BM25 and/or dense part, and a manifest.
+
+Directory layout:
+    manifest.json     mode, embedder, chunking and BM25 parameters, counts, timestamps, version
+    passages.jsonl    one passage per line, in index order
+    bm25/             the bm25s index (modes bm25, hybrid)
+    dense.faiss       the FAISS index (modes dense, hybrid)
+
+Every file is written to a temporary name and moved into place; the manifest is written last, so
+an interrupted build or add leaves either the old index or counts that do not match, which `load`
+reports instead of serving a half-written index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from faithrag import __version__
+from faithrag.errors import ConfigError, DataError, EmptyIndexError
+from faithrag.retrieval.bm25 import BM25Index, BM25Params
+from faithrag.retrieval.chunking import ChunkSettings
+from faithrag.retrieval.dense_index import DenseIndex
+from faithrag.retrieval.embedder import Embedder, get_embedder
+from faithrag.retrieval.searcher import PassageSearcher, check_mode
+from faithrag.types import Passage
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PASSAGES = "passages.jsonl"
+BM25_DIR = "bm25"
+DENSE_FILE = "dense.faiss"
+
+_BUILD_HINT = "Build it with `faithrag index PATHS --out DIR` (or Index.build)."
+
+
+class Index:
+    """A persistent passage index. `search` / `retrieve` return passages with `score` set."""
+
+    def __init__(self, directory: Path, searcher: PassageSearcher, manifest: dict[str, Any]):
+        self.directory = directory
+        self._searcher = searcher
+        self.manifest = manifest
+
+    # ----- construction -----
+
+    @classmethod
+    def build(cls, passages: Sequence[Passage], out_dir: str | Path, mode: str = "bm25", *,
+              embedder: Embedder | str | None = None, chunking: ChunkSettings | None = None,
+              bm25_params: BM25Params | None = None, faiss_factory: str = "Flat",
+              rrf_k: int = 60, use_cache: bool = True, overwrite: bool = False,
+              progress: bool = False) -> Index:
+        """Index `passages` into `out_dir`. `embedder` (modes dense, hybrid) is an Embedder or a
+        name for get_embedder (default "minilm"); `chunking` is recorded in the manifest."""
+        check_mode(mode)
+        passages = list(passages)
+        if not passages:
+            raise EmptyIndexError("No passages to index.",
+                                  "Check the input paths, and that the files are .txt, .md or "
+                                  ".jsonl with non-empty text.")
+        _check_unique_ids(passages, set())
+        directory = Path(out_dir)
+        if (directory / MANIFEST).exists() and not overwrite:
+            raise ConfigError(f"An index already exists at {directory}",
+                              "Pass overwrite=True (--overwrite) to replace it, or load it and "
+                              "call add() to extend it.")
+        if mode != "bm25" and not hasattr(embedder, "embed"):
+            embedder = get_embedder(embedder or "minilm", use_cache=use_cache)
+        searcher = PassageSearcher.build(passages, mode, embedder=embedder,
+                                         bm25_params=bm25_params, faiss_factory=faiss_factory,
+                                         rrf_k=rrf_k, progress=progress)
+        now = _now()
+        manifest = {
+            "format": FORMAT_VERSION,
+            "faithrag_version": __version__,
+            "mode": mode,
+            "created": now,
+            "updated": now,
+            "counts": {},
+            "chunking": chunking.as_dict() if chunking else None,
+            "bm25": searcher.bm25_params.as_dict() if searcher.uses_bm25 else None,
+            "dense": ({"embedder": searcher.embedder.name,
+                       "identity": searcher.embedder.identity,
+                       "dim": searcher.embedder.dim,
+                       "faiss_factory": faiss_factory} if searcher.uses_dense else None),
+            "rrf_k": rrf_k,
+        }
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / MANIFEST).unlink(missing_ok=True)  # invalid until the new one is written
+        shutil.rmtree(directory / BM25_DIR, ignore_errors=True)  # parts of a replaced index
+        (directory / DENSE_FILE).unlink(missing_ok=True)
+        index = cls(directory, searcher, manifest)
+        _write_passages(directory / PASSAGES, passages, append=False)
+        index._save_parts_and_manifest()
+        return index
+
+    @classmethod
+    def load(cls, directory: str | Path, *, embedder: Embedder | None = None,
+             use_cache: bool = True) -> Index:
+        """Open an index directory. The embedder is rebuilt from the manifest unless given; it
+        must be the same model the index was built with."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise EmptyIndexError(f"No index at {directory}: the folder does not exist.",
+                                  _BUILD_HINT)
+        manifest_path = directory / MANIFEST
+        if not manifest_path.is_file():
+            raise EmptyIndexError(
+                f"{directory} is not a faithrag index: {MANIFEST} is missing.",
+                f"{_BUILD_HINT} An interrupted build leaves no manifest: build again.")
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise EmptyIndexError(f"{manifest_path} is not valid JSON ({exc.msg}).",
+                                  f"Rebuild the index. {_BUILD_HINT}") from exc
+        if manifest.get("format") != FORMAT_VERSION:
+            raise EmptyIndexError(
+                f"{directory} has index format {manifest.get('format')!r}; this faithrag "
+                f"({__version__}) reads format {FORMAT_VERSION}.",
+                f"Rebuild the index with this version. {_BUILD_HINT}")
+        mode = manifest["mode"]
+        check_mode(mode)
+        passages = _read_passages(directory / PASSAGES)
+        bm25 = dense = None
+        if manifest["bm25"] is not None:
+            bm25 = BM25Index.load(directory / BM25_DIR)
+        if manifest["dense"] is not None:
+            dense_info = manifest["dense"]
+            embedder = embedder or get_embedder(dense_info["embedder"], use_cache=use_cache)
+            if embedder.identity != dense_info["identity"]:
+                raise ConfigError(
+                    f"{directory} was embedded with {dense_info['identity']}, "
+                    f"but the embedder given is {embedder.identity}.",
+                    "Use the same embedder, or rebuild the index with the new one.")
+            dense = DenseIndex.load(directory / DENSE_FILE, dense_info["faiss_factory"])
+        expected = manifest["counts"]["passages"]
+        sizes = {"passages.jsonl": len(passages), "manifest": expected}
+        if bm25 is not None:
+            sizes["bm25"] = len(bm25)
+        if dense is not None:
+            sizes["dense"] = len(dense)
+        if len(set(sizes.values())) != 1:
+            raise EmptyIndexError(f"{directory} is inconsistent (passage counts: {sizes}); "
+                                  "an update was probably interrupted.",
+                                  f"Rebuild the index. {_BUILD_HINT}")
+        searcher = PassageSearcher(passages, mode, bm25=bm25, dense=dense, embedder=embedder,
+                                   rrf_k=manifest["rrf_k"])
+        return cls(directory, searcher, manifest)
+
+    # ----- use -----
+
+    @property
+    def mode(self) -> str:
+        return self._searcher.mode
+
+    def __len__(self) -> int:
+        return len(self._searcher.passages)
+
+    def search(self, query: str, k: int = 5) -> list[Passage]:
+        return self._searcher.search(query, k)
+
+    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Passage]]:
+        return self._searcher.search_many(queries, k)
+
+    def retrieve(self, query: str, k: int = 5) -> list[Passage]:
+        """The Retriever protocol."""
+        return self.search(query, k)
+
+    def add(self, passages: Sequence[Passage], progress: bool = False) -> int:
+        """Add passages (ids must be new) and persist; returns how many were added."""
+        passages = list(passages)
+        if not passages:
+            return 0
+        _check_unique_ids(passages, {p.id for p in self._searcher.passages})
+        self._searcher.add(passages, progress=progress)
+        _write_passages(self.directory / PASSAGES, passages, append=True)
+        self.manifest["updated"] = _now()
+        self._save_parts_and_manifest()
+        return len(passages)
+
+    # ----- persistence -----
+
+    def _save_parts_and_manifest(self) -> None:
+        searcher = self._searcher
+        if searcher.uses_bm25:
+            tmp = self.directory / f"{BM25_DIR}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            searcher.bm25.save(tmp)
+            shutil.rmtree(self.directory / BM25_DIR, ignore_errors=True)
+            os.replace(tmp, self.directory / BM25_DIR)
+        if searcher.uses_dense:
+            tmp = self.directory / f"{DENSE_FILE}.tmp"
+            searcher.dense.save(tmp)
+            os.replace(tmp, self.directory / DENSE_FILE)
+        passages = searcher.passages
+        self.manifest["counts"] = {
+            "passages": len(passages),
+            "documents": len({p.meta.get("doc_id", p.id) for p in passages}),
+            "sources": dict(sorted(Counter(p.source for p in passages).items())),
+        }
+        _write_atomic(self.directory / MANIFEST, json.dumps(self.manifest, indent=2) + "\n")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_unique_ids(passages: list[Passage], existing: set[str]) -> None:
+    seen = set(existing)
+    for passage in passages:
+        if passage.id in seen:
+            raise DataError(f"Duplicate passage id {passage.id!r}",
+                            "Passage ids must be unique in an index: use distinct document ids "
+                            "(or source names), or rebuild instead of adding the same file twice.")
+        seen.add(passage.id)
+
+
+def _passage_record(passage: Passage) -> dict[str, Any]:
+    return {"id": passage.id, "text": passage.text, "title": passage.title,
+            "source": passage.source, "meta": passage.meta}
+
+
+def _write_passages(path: Path, passages: list[Passage], append: bool) -> None:
+    lines = "".join(json.dumps(_passage_record(p), ensure_ascii=False) + "\n" for p in passages)
+    if append:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(lines)
+    else:
+        _write_atomic(path, lines)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_passages(path: Path) -> list[Passage]:
+    if not path.is_file():
+        raise EmptyIndexError(f"{path} is missing.", f"Rebuild the index. {_BUILD_HINT}")
+    passages = []
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            try:
+                row = json.loads(line)
+                passages.append(Passage(row["id"], row["text"], row.get("title", ""),
+                                        row.get("source", ""), None, row.get("meta", {})))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise EmptyIndexError(f"{path}:{line_no} is corrupt ({exc}).",
+                                      f"Rebuild the index. {_BUILD_HINT}") from exc
+    return passages

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from faithrag.errors import DataError
+from faithrag.eval.metrics import mcnemar_exact_p, wilson_interval
+from faithrag.cli import main
+from faithrag.eval.report import find_run_dirs, load_run, report
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def record(item_id: str, correct: bool | None, status: str = "ok", **extra) -> dict:
+    return {"id": item_id, "dataset": "d", "method": "m", "prediction": "p", "gold": ["g"],
+            "correct": correct, "parse_status": status, "error": None,
+            "prompt_tokens": 100, "completion_tokens": 10, "seconds": 0.5,
+            "metrics": extra.pop("metrics", {"containment": int(bool(correct))}),
+            "trace": {}, "extra": {}, **extra}
+
+
+def make_run(root: Path, name: str, dataset: str, method: str, records: list,
+             sweep: dict | None = None, model: str = "tiny", tail: str = "") -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    manifest = {"dataset": dataset, "method": method, "model": model, "model_sha256": "ab",
+                "dataset_sha256": "cd", "config": {}, "code_version": "0.1.0", "limit": None,
+                "seed": 0, "created": "2026-01-01T00:00:00+00:00"}
+    if sweep is not None:
+        manifest["sweep"] = sweep
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = [json.dumps(r) for r in records]
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n" + tail)
+    return run
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> list[Path]:
+    ids = [f"q{i}" for i in range(20)]
+    # vanilla: right on the first 4 only; csrag: right on the first 14 (10 more, none fewer)
+    vanilla = [record(i, n < 4) for n, i in enumerate(ids)]
+    csrag = [record(i, n < 14) for n, i in enumerate(ids[:18])]
+    csrag += [record("q18", None, "failed"), record("q19", None, "error")]
+    rank = [record(f"r{i}", None, metrics={"ndcg@1": 1.0 if i % 2 else 0.0, "contrary@1": 0.5})
+            for i in range(4)]
+    return [
+        make_run(tmp_path / "runs", "vanilla_d", "d", "vanilla", vanilla),
+        make_run(tmp_path / "runs", "csrag_d", "d", "csrag", csrag,
+                 tail='{"id": "q5", "correct": tr'),  # a line cut by a crash
+        make_run(tmp_path / "runs", "crossval_r", "r_rank", "crossval", rank),
+        *[make_run(tmp_path / "runs", f"sweep{k}", "d", "vanilla",
+                   [record(i, n < 10 - 2 * k) for n, i in enumerate(ids)],
+                   sweep={"distractors": k}) for k in (0, 2, 4)],
+    ]
+
+
+def test_report_table_summary_and_plots(runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    files = report(runs, out, compare=True)
+    assert files.table == out / "report.md" and files.summary == out / "summary.json"
+    assert {p.name for p in files.plots} == {"accuracy.png", "distractors.png"}
+    for plot in files.plots:
+        data = plot.read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 5000
+        from matplotlib.image import imread
+        height, width, _ = imread(plot).shape
+        assert height > 200 and width > 300
+
+    summary = json.loads(files.summary.read_text())
+    by_label = {(r["dataset"], r["label"]): r for r in summary["runs"]}
+    assert set(by_label) == {("d", "vanilla"), ("d", "csrag"), ("r_rank", "crossval"),
+                             ("d", "vanilla [distractors=0]"), ("d", "vanilla [distractors=2]"),
+                             ("d", "vanilla [distractors=4]")}
+    csrag = by_label[("d", "csrag")]
+    agg = csrag["aggregate"]
+    assert (agg["n"], agg["n_scored"], agg["correct"]) == (20, 20, 14)
+    assert agg["accuracy"] == 0.7
+    assert agg["accuracy_ci"] == pytest.approx(list(wilson_interval(14, 20)))
+    assert (agg["parse_failures"], agg["failed_items"]) == (1, 1)
+    assert csrag["skipped_lines"][0]["line"] == 21
+    assert by_label[("d", "vanilla")]["aggregate"]["accuracy"] == 0.2
+    rank = by_label[("r_rank", "crossval")]["aggregate"]
+    assert rank["accuracy"] is None and rank["metrics"]["ndcg@1"]["mean"] == 0.5
+    assert summary["files"] == {"table": "report.md",
+                                "plots": ["accuracy.png", "distractors.png"]}
+
+    pair = next(c for c in summary["comparisons"]
+                if {c["a"], c["b"]} == {"vanilla", "csrag"})
+    assert pair["n"] == 20
+    sign = 1 if pair["a"] == "vanilla" else -1
+    assert pair["difference"] == pytest.approx(sign * (0.2 - 0.7))
+    assert {pair["only_a"], pair["only_b"]} == {0, 10}
+    assert pair["mcnemar_p"] == pytest.approx(mcnemar_exact_p(10, 0))
+    low, high = pair["difference_ci"]
+    assert low <= pair["difference"] <= high
+
+    table = files.table.read_text()
+    assert "| method | d | r_rank |" in table
+    assert "| crossval |  | – |" in table  # a ranking run has no accuracy
+    assert "70.0 [48.1, 85.5] (n=20)" in table  # Wilson 14/20
+    assert "| d | csrag | tiny | 20 | 70.0 [48.1, 85.5] |" in table
+    assert "ndcg@1" in table and "contrary@1" in table and "0.500" in table
+    assert "## Paired comparisons" in table
+    assert ("-50.0 [" if pair["a"] == "vanilla" else "+50.0 [") in table
+    assert "skipped 1 malformed line(s)" in table
+    assert "![accuracy](accuracy.png)" in table
+
+
+def test_report_without_compare_or_sweep(runs: list[Path], tmp_path: Path) -> None:
+    files = report(runs[:2], tmp_path / "plain")
+    assert [p.name for p in files.plots] == ["accuracy.png"]
+    assert "Paired comparisons" not in files.table.read_text()
+    assert json.loads(files.summary.read_text())["comparisons"] == []
+
+
+def test_labels_disambiguate_models_and_duplicates_keep_last(tmp_path: Path) -> None:
+    first = make_run(tmp_path, "a", "d", "vanilla", [record("x", False), record("x", True)],
+                     model="tiny")
+    second = make_run(tmp_path, "b", "d", "vanilla", [record("x", False)], model="fast")
+    run = load_run(first)
+    assert run.duplicate_records == 1 and run.records[0]["correct"] is True
+    files = report([first, second], tmp_path / "out")
+    labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
+    assert labels == ["vanilla (tiny)", "vanilla (fast)"]
+    assert "1 repeated id(s)" in files.table.read_text()
+
+
+def test_bad_run_directories(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as info:
+        load_run(tmp_path)
+    assert "manifest.json" in info.value.hint
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "manifest.json").write_text(json.dumps({"method": "m"}))
+    (bad / "results.jsonl").write_text("")
+    with pytest.raises(DataError, match="dataset"):
+        load_run(bad)
+    with pytest.raises(DataError):
+        report([], tmp_path / "out")
+    with pytest.raises(DataError):
+        find_run_dirs([tmp_path / "empty_parent"])
+
+
+def test_find_run_dirs_and_cli(runs: list[Path], tmp_path: Path, capsys) -> None:
+    parent = runs[0].parent
+    assert find_run_dirs([parent]) == sorted(runs)
+    assert find_run_dirs([runs[0]]) == [runs[0]]
+    out = tmp_path / "cli"
+    assert main(["report", str(parent), "--out", str(out), "--compare"]) == 0
+    assert (out / "report.md").is_file() and (out / "summary.json").is_file()
+    assert str(out / "report.md") in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "nothing"), "--out", str(out)]) == 2
+    assert "no run directory" in capsys.readouterr().err

@@ -1,0 +1,125 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from faithrag.config import Config
+from faithrag.errors import ConfigError
+from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import build_generator
+from faithrag.pipeline import Pipeline
+
+
+def build(config, llm, retriever):
+    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever)
+
+
+def write_set(path, n=12):
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({
+                "id": f"t::{i}", "question": f"Where is item {i}?",
+                "context": f"Item {i} is in Sydney.", "answer": "Sydney",
+                "answers": ["Sydney"], "parametric_answer": "Canberra"}) + "\n")
+        f.write('{"id": "broken", "question": \n')  # malformed line: reported, skipped
+    return path
+
+
+def test_free_form_run_records_metrics_and_skips_malformed_lines(tmp_path):
+    data = write_set(tmp_path / "set.jsonl")
+    llm = FakeLLM([("item 3", "Canberra")], default="Sydney")
+    config = Config.load(None, {"llm.backend": "fake"})
+    summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", llm, build,
+                       progress=False)
+    assert summary["n"] == 12 and summary["correct"] == 11
+    records = [json.loads(x) for x in (tmp_path / "run/results.jsonl").read_text().splitlines()]
+    wrong = next(r for r in records if r["id"] == "t::3")
+    assert wrong["metrics"]["parametric"] == 1 and wrong["correct"] is False
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    assert manifest["dataset_sha256"] and manifest["method"] == "vanilla"
+    assert len(manifest["malformed_lines"]) == 1 and ":13:" in manifest["malformed_lines"][0]
+
+
+def test_choice_method_gets_two_way_choices_and_errors_are_recorded(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=4)
+
+    def respond(request):
+        if "item 2" in request.messages[-1].content:
+            raise RuntimeError("backend fell over")
+        return '{"Reason": "context", "Answer": "sydney"}'
+
+    config = Config.load(None, {"llm.backend": "fake", "pipeline.method": "cot_json"})
+    summary = run_eval(EvalSpec("set", method="cot_json", file=str(data)), config,
+                       tmp_path / "run", FakeLLM(respond), build, progress=False)
+    assert summary["failed_items"] == 1 and summary["correct"] == 3
+    records = {r["id"]: r for r in ResultsFile(tmp_path / "run/results.jsonl").records}
+    assert "backend fell over" in records["t::2"]["error"]
+    assert sorted(records["t::0"]["choices"]) == ["canberra", "sydney"]
+
+
+def test_rerun_with_other_settings_is_refused(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=2)
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(), build,
+             progress=False)
+    with pytest.raises(ConfigError):
+        run_eval(EvalSpec("set", file=str(data), seed=7), config, tmp_path / "run", FakeLLM(),
+                 build, progress=False)
+
+
+def test_cut_last_line_is_dropped_and_rerun(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"id": "a", "correct": true}\n{"id": "b", "corr')
+    results = ResultsFile(path)
+    assert results.done == {"a"}
+    assert path.read_text() == '{"id": "a", "correct": true}\n'
+
+
+SLOW_RUN = textwrap.dedent("""
+    import sys, time
+    from faithrag.config import Config
+    from faithrag.eval.runner import EvalSpec, run_eval
+    from faithrag.llm.fake import FakeLLM
+    from faithrag.methods.vanilla import VanillaRAG
+    from faithrag.pipeline import Pipeline
+
+    def slow(request):
+        time.sleep(0.05)
+        return "Sydney"
+
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=sys.argv[1]), config, sys.argv[2], FakeLLM(slow),
+             lambda c, llm, r: Pipeline(VanillaRAG(llm)), progress=False)
+""")
+
+
+def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=60)
+    out = tmp_path / "run"
+    script = tmp_path / "slow_run.py"
+    script.write_text(SLOW_RUN)
+    proc = subprocess.Popen([sys.executable, str(script), str(data), str(out)])
+    results = out / "results.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if results.exists() and results.read_text().count("\n") >= 10:
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = results.read_bytes()
+    finished_before = before.count(b"\n")
+    assert 10 <= finished_before < 60, "the run must be killed mid-way"
+
+    subprocess.run([sys.executable, str(script), str(data), str(out)], check=True, timeout=120)
+    after = results.read_bytes()
+    assert after.startswith(before[: before.rfind(b"\n") + 1])  # nothing finished was lost
+    ids = [json.loads(line)["id"] for line in after.splitlines()]
+    assert len(ids) == len(set(ids)) == 60
+    assert json.loads((out / "manifest.json").read_text())["resumed"] == 1

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from faithrag import __version__
+from faithrag.errors import ConfigError, DataError, EmptyIndexError
+from faithrag.retrieval.chunking import ChunkSettings, chunk_documents
+from faithrag.retrieval.index import Index
+from faithrag.retrieval.loaders import load_documents
+from faithrag.types import Passage
+
+
+@pytest.fixture
+def corpus_passages(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bridge.md").write_text(
+        "# Aldermoor Bridge\n\nThe bridge over the river Wend opened in 1887. "
+        "It is a wrought-iron truss.", encoding="utf-8")
+    (folder / "moon.txt").write_text("Apollo 11 landed on the Moon in July 1969.",
+                                     encoding="utf-8")
+    (folder / "extra.jsonl").write_text(
+        json.dumps({"id": "n1", "text": "Photosynthesis happens in chloroplasts."}) + "\n",
+        encoding="utf-8")
+    return chunk_documents(load_documents(folder).documents)
+
+
+def test_build_search_load_round_trip(tmp_path, corpus_passages, hashing_embedder):
+    out = tmp_path / "ix"
+    index = Index.build(corpus_passages, out, mode="hybrid", embedder=hashing_embedder,
+                        chunking=ChunkSettings(250, 50))
+    before = index.search("When did the bridge open?", 2)
+    assert before[0].id == "docs/bridge.md#0" and before[0].score > 0
+    loaded = Index.load(out, embedder=hashing_embedder)
+    assert len(loaded) == 3 and loaded.mode == "hybrid"
+    after = loaded.search("When did the bridge open?", 2)
+    assert [(p.id, p.score) for p in after] == [(p.id, p.score) for p in before]
+    assert after[0].title == "Aldermoor Bridge" and after[0].source == "docs/bridge.md"
+
+
+def test_manifest_records_what_was_built(tmp_path, corpus_passages, hashing_embedder):
+    out = tmp_path / "ix"
+    Index.build(corpus_passages, out, mode="hybrid", embedder=hashing_embedder,
+                chunking=ChunkSettings(200, 40))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["mode"] == "hybrid" and manifest["faithrag_version"] == __version__
+    assert manifest["counts"] == {"passages": 3, "documents": 3,
+                                  "sources": {"docs/bridge.md": 1, "docs/extra.jsonl": 1,
+                                              "docs/moon.txt": 1}}
+    assert manifest["chunking"] == {"max_tokens": 200, "overlap": 40, "counter": "words"}
+    assert manifest["dense"] == {"embedder": "hashing", "identity": "hashing-v1", "dim": 64,
+                                 "faiss_factory": "Flat"}
+    assert manifest["bm25"]["k1"] == 1.5 and manifest["rrf_k"] == 60
+    assert manifest["created"] == manifest["updated"]
+
+
+def test_add_is_incremental_and_persisted(tmp_path, corpus_passages, hashing_embedder):
+    out = tmp_path / "ix"
+    index = Index.build(corpus_passages[:1], out, mode="hybrid", embedder=hashing_embedder)
+    created = index.manifest["created"]
+    assert index.add(corpus_passages[1:]) == 2
+    hashing_embedder.calls.clear()
+    loaded = Index.load(out, embedder=hashing_embedder)
+    assert len(loaded) == 3 and loaded.manifest["counts"]["passages"] == 3
+    assert loaded.manifest["created"] == created
+    assert loaded.search("Apollo Moon landing", 1)[0].id == "docs/moon.txt#0"
+    assert hashing_embedder.calls == [["Apollo Moon landing"]]  # passages were not re-embedded
+    with pytest.raises(DataError, match="Duplicate"):
+        loaded.add(corpus_passages[:1])
+
+
+def test_empty_input_raises_empty_index_error(tmp_path):
+    with pytest.raises(EmptyIndexError) as err:
+        Index.build([], tmp_path / "ix")
+    assert err.value.hint
+
+
+def test_loading_missing_or_foreign_directory_is_clear(tmp_path):
+    with pytest.raises(EmptyIndexError, match="does not exist"):
+        Index.load(tmp_path / "nothing")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "passages.jsonl").write_text("")
+    with pytest.raises(EmptyIndexError, match="manifest.json is missing") as err:
+        Index.load(tmp_path / "foreign")
+    assert "faithrag index" in err.value.hint
+
+
+def test_existing_index_needs_overwrite(tmp_path, corpus_passages):
+    Index.build(corpus_passages, tmp_path / "ix")
+    with pytest.raises(ConfigError, match="already exists"):
+        Index.build(corpus_passages, tmp_path / "ix")
+    replaced = Index.build(corpus_passages[:1], tmp_path / "ix", overwrite=True)
+    assert len(Index.load(tmp_path / "ix")) == len(replaced) == 1
+
+
+def test_interrupted_update_is_detected(tmp_path, corpus_passages):
+    out = tmp_path / "ix"
+    Index.build(corpus_passages, out)
+    with (out / "passages.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "half", "text": "written before a crash"}) + "\n")
+    with pytest.raises(EmptyIndexError, match="inconsistent"):
+        Index.load(out)
+
+
+def test_other_embedder_than_the_index_was_built_with_is_refused(
+        tmp_path, corpus_passages, hashing_embedder):
+    Index.build(corpus_passages, tmp_path / "ix", mode="dense", embedder=hashing_embedder)
+    with pytest.raises(ConfigError, match="hashing-v1"):
+        Index.load(tmp_path / "ix", embedder=type(hashing_embedder)(identity="hashing-v2"))
+
+
+def test_default_dense_index_with_minilm_finds_a_paraphrase(tmp_path, minilm):
+    passages = [
+        Passage("a", "The committee postponed the vote until next spring."),
+        Passage("b", "Heavy rainfall flooded several villages along the coast."),
+        Passage("c", "The recipe needs two cups of flour and an egg."),
+    ]
+    index = Index.build(passages, tmp_path / "ix", mode="dense", embedder=minilm)
+    assert index.search("Storms caused flooding in seaside towns", 1)[0].id == "b"
+    reloaded = Index.load(tmp_path / "ix")  # embedder rebuilt from the manifest
+    assert reloaded.search("The decision was delayed by the panel", 1)[0].id == "a"

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from faithrag.errors import DataError
+from faithrag.retrieval.loaders import load_documents
+
+
+def write_jsonl(path, rows):
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n",
+                    encoding="utf-8")
+
+
+def test_folder_walk_reads_txt_md_jsonl_and_skips_others(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text("Plain text.", encoding="utf-8")
+    (corpus / "sub" / "b.md").write_text("# The Title\n\nBody text.", encoding="utf-8")
+    write_jsonl(corpus / "c.jsonl", [{"id": "x1", "text": "First.", "title": "T1"},
+                                     {"text": "Second, no id."}])
+    (corpus / "ignored.csv").write_text("a,b", encoding="utf-8")
+    (corpus / ".hidden").mkdir()
+    (corpus / ".hidden" / "secret.txt").write_text("hidden", encoding="utf-8")
+
+    docs = load_documents(corpus).documents
+
+    assert [d.id for d in docs] == ["corpus/a.txt", "x1", "corpus/c.jsonl:2", "corpus/sub/b.md"]
+    by_id = {d.id: d for d in docs}
+    assert by_id["corpus/sub/b.md"].title == "The Title"
+    assert by_id["x1"].title == "T1" and by_id["x1"].text == "First."
+    assert by_id["corpus/a.txt"].source == "corpus/a.txt"
+    assert by_id["x1"].source == "corpus/c.jsonl"
+
+
+def test_configured_source_name_overrides_file_source(tmp_path):
+    (tmp_path / "a.txt").write_text("Text.", encoding="utf-8")
+    docs = load_documents(tmp_path / "a.txt", source="curated").documents
+    assert [(d.id, d.source) for d in docs] == [("a.txt", "curated")]
+
+
+@pytest.mark.parametrize("bad_line, reason", [
+    ("{not json", "invalid JSON"),
+    ('["a list"]', "expected a JSON object"),
+    ('{"title": "no text"}', '"text"'),
+    ('{"text": 5}', '"text"'),
+    ('{"text": "ok", "title": 3}', '"title"'),
+])
+def test_malformed_jsonl_line_raises_with_file_and_line(tmp_path, bad_line, reason):
+    path = tmp_path / "d.jsonl"
+    write_jsonl(path, [{"text": "good"}, "", bad_line])
+    with pytest.raises(DataError) as err:
+        load_documents(path)
+    assert f"{path}:3" in err.value.message
+    assert reason in err.value.message
+    assert "skip" in err.value.hint
+
+
+def test_malformed_jsonl_lines_skipped_and_counted_with_flag(tmp_path):
+    path = tmp_path / "d.jsonl"
+    write_jsonl(path, [{"text": "good one"}, "{broken", {"no": "text"}, {"text": "good two"}])
+    result = load_documents(path, skip_malformed=True)
+    assert [d.text for d in result.documents] == ["good one", "good two"]
+    assert result.skipped_lines == 2
+    assert len(result.warnings) == 2 and f"{path}:2" in result.warnings[0]
+
+
+def test_missing_path_and_unsupported_file_are_data_errors(tmp_path):
+    with pytest.raises(DataError):
+        load_documents(tmp_path / "nope")
+    (tmp_path / "x.pdf").write_bytes(b"%PDF")
+    with pytest.raises(DataError):
+        load_documents(tmp_path / "x.pdf")
+
+
+def test_non_utf8_file_is_a_data_error(tmp_path):
+    (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(DataError, match="UTF-8"):
+        load_documents(tmp_path)
+
+
+def test_duplicate_jsonl_ids_are_rejected(tmp_path):
+    write_jsonl(tmp_path / "d.jsonl", [{"id": 1, "text": "a"}, {"id": "1", "text": "b"}])
+    with pytest.raises(DataError, match="Duplicate"):
+        load_documents(tmp_path)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from faithrag.errors import ModelNotFoundError
+from faithrag.retrieval.minilm import MiniLMEmbedder
+
+
+def test_vectors_are_normalised_and_paraphrases_are_closer(minilm):
+    texts = ["A man is playing a guitar.", "Someone plays an acoustic guitar.",
+             "The stock market crashed in 1929."]
+    vectors = minilm.embed(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    sims = vectors @ vectors.T
+    assert sims[0, 1] > 0.6
+    assert sims[0, 2] < 0.2
+
+
+def test_batching_by_length_keeps_input_order(minilm):
+    texts = ["short", "a much longer sentence about the history of the Roman empire", "mid length"]
+    together = minilm.embed(texts)
+    alone = np.vstack([minilm.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_long_input_is_truncated_not_rejected(minilm):
+    assert minilm.embed(["word " * 2000]).shape == (1, 384)
+    assert minilm.embed([]).shape == (0, 384)
+
+
+def test_wrong_model_file_is_rejected(tmp_path):
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    with pytest.raises(ModelNotFoundError, match="sha256"):
+        MiniLMEmbedder(fake)

