@@ -104,7 +104,7 @@ def main() -> None:
         os.environ[var] = "1"  # one core; set before numpy is first imported (below)
     import bm25s
 
-    from faithrag.retrieval.bm25 import BM25Index, BM25Params, BM25Tokenizer
+    from faithrag.retrieval.bm25 import BM25Index
     from faithrag.retrieval.index import Index
     from faithrag.types import Passage
 
@@ -118,7 +118,8 @@ def main() -> None:
 
     results: dict[str, object] = {
         "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(),
-                    "processor": platform.processor(), "bm25s": bm25s.__version__},
+                    "processor": platform.processor(), "bm25s": bm25s.__version__,
+                    "load_average_at_start": os.getloadavg()[0]},
         "corpus": {"passages": len(passages), "real_chunks": real,
                    "synthetic": len(passages) - real, "source_texts": len(texts),
                    "mean_words": round(statistics.mean(len(p.split()) for p in passages), 1)},
@@ -140,15 +141,7 @@ def main() -> None:
     found = sum(any(origin[d] in own for d, _ in hits[i]) for i, own in with_context)
     results["own_context_recall_at_k"] = round(found / max(len(with_context), 1), 3)
 
-    tokenize = BM25Tokenizer(BM25Params())
-    native = bm25s.BM25()
-    native.index([tokenize(p) for p in passages], show_progress=False)
-    native_queries = [tokenize(q) or [""] for q in queries[:args.native_queries]]
-    native_s, _ = median_time(lambda: [native.retrieve([q], k=args.k, show_progress=False,
-                                                       n_threads=0) for q in native_queries],
-                              args.repeats)
-    results["bm25s_native_single_queries_per_s"] = round(len(native_queries) / native_s, 1)
-    del native
+    results["bm25s_native_single_queries_per_s"] = bench_native_bm25s(passages, queries, args)
 
     workdir = Path(tempfile.mkdtemp(prefix="faithrag-bench-"))
     try:
@@ -168,10 +161,27 @@ def main() -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
     results["dense"] = bench_embedding(passages[:real], args)
+    results["machine"]["load_average_at_end"] = os.getloadavg()[0]
     print(json.dumps(results, indent=2))
     print(markdown(results))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+def bench_native_bm25s(passages: list[str], queries: list[str], args) -> float:
+    """bm25s' own `retrieve` (numpy backend, one thread) on the same corpus, for comparison."""
+    import bm25s
+
+    from faithrag.retrieval.bm25 import BM25Params, BM25Tokenizer
+
+    tokenize = BM25Tokenizer(BM25Params())
+    native = bm25s.BM25()
+    native.index([tokenize(p) for p in passages], show_progress=False)
+    tokenized = [tokenize(q) or [""] for q in queries[:args.native_queries]]
+    seconds, _ = median_time(lambda: [native.retrieve([q], k=args.k, show_progress=False,
+                                                      n_threads=0) for q in tokenized],
+                             args.repeats)
+    return round(len(tokenized) / seconds, 1)
 
 
 def bench_embedding(real_passages: list[str], args) -> dict[str, object]:
@@ -192,26 +202,29 @@ def bench_embedding(real_passages: list[str], args) -> dict[str, object]:
 def markdown(r: dict) -> str:
     c, d = r["corpus"], r["dense"]
     rows = [
-        ("corpus", f"{c['passages']:,} passages ({c['real_chunks']:,} real chunks, "
-                   f"{c['synthetic']:,} sentence-shuffled), {c['mean_words']} words on average"),
-        ("BM25 build (tokenize + bm25s index)", f"{r['build_passages_per_s']:,.0f} passages/s "
-                                                f"({r['build_seconds']} s)"),
+        ("corpus", (f"{c['passages']:,} passages ({c['real_chunks']:,} real chunks, "
+                    f"{c['synthetic']:,} sentence-shuffled), {c['mean_words']} words on average")),
+        ("BM25 build (tokenize + bm25s index)",
+         f"{r['build_passages_per_s']:,.0f} passages/s ({r['build_seconds']} s)"),
         ("queries, batched (search_many)", f"{r['batched_queries_per_s']:,.0f} queries/s"),
         ("queries, one by one (search)", f"{r['single_queries_per_s']:,.0f} queries/s"),
         ("queries via Index.search (Passage objects)",
          f"{r['index_search_queries_per_s']:,.0f} queries/s"),
         ("bm25s' own retrieve, one by one (numpy backend)",
          f"{r['bm25s_native_single_queries_per_s']:,.0f} queries/s"),
-        ("Index.build + save / Index.load", f"{r['index_build_and_save_seconds']} s / "
-                                            f"{r['index_load_seconds']} s, "
-                                            f"{r['index_disk_mb']} MB on disk"),
+        ("Index.build + save / Index.load",
+         (f"{r['index_build_and_save_seconds']} s / {r['index_load_seconds']} s, "
+          f"{r['index_disk_mb']} MB on disk")),
         (f"own context in top {r['k']}", f"{r['own_context_recall_at_k']:.1%}"),
-        (f"dense embedding ({d['threads']} thread)", f"{d['passages_per_s']} passages/s "
-                                                     f"({d['passages']} passages, "
-                                                     f"{d['mean_words']} words on average)"),
+        (f"dense embedding ({d['threads']} thread)",
+         (f"{d['passages_per_s']} passages/s ({d['passages']} passages, "
+          f"{d['mean_words']} words on average)")),
     ]
+    m = r["machine"]
     head = (f"BM25, single thread, {r['queries']} real questions, k={r['k']}, "
-            f"median of {r['repeats']}\n\n| measure | result |\n|---|---|\n")
+            f"median of {r['repeats']}; {m['cpu_count']} cores, load average "
+            f"{m['load_average_at_start']:.1f} at start, {m['load_average_at_end']:.1f} at end"
+            "\n\n| measure | result |\n|---|---|\n")
     return head + "\n".join(f"| {a} | {b} |" for a, b in rows)
 
 

@@ -36,5 +36,6 @@ if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
   rm -rf "$wheel_dir" && mv "$wheel_dir.tmp" "$wheel_dir"
 fi
 "$PY" -m pip install --no-deps --force-reinstall "$wheel_dir"/llama_cpp_python-*.whl
+"$PY" -m pip install "$wheel_dir"/llama_cpp_python-*.whl  # its own dependencies (jinja2, diskcache, ...)
 "$PY" -c "import sys; print(sys.prefix)" > "$wheel_dir/.installed-from"
 echo "llama-cpp-python $VERSION installed from $wheel_dir"

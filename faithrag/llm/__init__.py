@@ -18,7 +18,8 @@ def load_llm(config: LLMConfig) -> LLM:
             base_url=config.base_url, model=config.model, api_key=config.api_key,
             tokenizer=config.tokenizer, timeout=config.timeout, max_retries=config.max_retries,
             concurrency=config.concurrency, logit_bias_cap=config.logit_bias_cap,
-            context_window=config.n_ctx)
+            # the server's own window unless the user set one
+            context_window=config.n_ctx if "n_ctx" in config.model_fields_set else None)
     if config.backend == "transformers":
         from faithrag.llm.transformers import TransformersLLM
         return TransformersLLM(config.model, n_ctx=config.n_ctx, torch_dtype=config.torch_dtype)

@@ -282,6 +282,7 @@ class OpenAICompatLLM:
         self._server_context: int | None = None
         self._server_vocab: int | None = None
         self._info_probed = False
+        self._echo_usable: bool | None = None  # False once echoed log-probs proved unusable
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -576,7 +577,8 @@ class OpenAICompatLLM:
             not in the top 20: /v1/completions with echo=true on prompt + answer_prefix + choice.
             Needs the chat template and prompt log-probs (vLLM; llama-cpp-python only when the
             prompt starts with the BOS token, e.g. SmolLM2's ChatML: its echo log-probs are
-            shifted otherwise, which is detected and refused; not llama-server nor OpenAI).
+            shifted otherwise, which is detected, refused and remembered; not llama-server nor
+            OpenAI). Slow on llama-cpp-python: ~0.1 s per prompt token.
         Without (b), a choice missing from the top 20 scores -inf with a warning; if all are
         missing, or (a) does not apply, ServerRejectedError says why.
         """
@@ -601,30 +603,37 @@ class OpenAICompatLLM:
                      else [] for f in fulls]
             whole = [f[_common_prefix(context_ids, f):] for f in fulls]
         firsts = [ids[0] if ids else None for ids in owned]
+        can_echo = context is not None and self._echo_usable is not False
         if None not in firsts and len(set(firsts)) == len(firsts):
             scores = self._score_first_tokens(request, firsts, bias, context)
             missing = [c for c, lp in zip(request.choices, scores.logprobs) if lp == -math.inf]
-            if not missing or context is None:
-                if len(missing) == len(request.choices):
-                    raise ServerRejectedError(
-                        f"None of the choices' first tokens is among the server's top "
-                        f"{TOP_LOGPROBS}, and whole-choice scoring needs the chat template.",
-                        "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a "
-                        "server that returns prompt log-probs (vLLM, llama-cpp-python).")
-                if missing:
-                    scores.warnings.append(f"first token of {missing} not among the server's "
-                                           f"top {TOP_LOGPROBS}: scored -inf")
-                scores.seconds = time.perf_counter() - start
-                return scores
-        elif context is None:
+            why = "whole-choice scoring needs the chat template and prompt log-probs"
+            if missing and can_echo:
+                try:
+                    scores = self._score_by_echo(request, context, whole, bias)
+                    missing = []
+                except ServerRejectedError as exc:
+                    why = exc.message
+            if len(missing) == len(request.choices):
+                raise ServerRejectedError(
+                    f"None of the choices' first tokens is among the server's top "
+                    f"{TOP_LOGPROBS}, and {why}.",
+                    "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a server "
+                    "that returns prompt log-probs (vLLM, llama-cpp-python).")
+            if missing:
+                scores.warnings.append(f"first token of {missing} not among the server's top "
+                                       f"{TOP_LOGPROBS}: scored -inf")
+        elif can_echo:
+            scores = self._score_by_echo(request, context, whole, bias)
+        else:
             raise ServerRejectedError(
                 "Cannot score these choices over this API: they share their first token, so "
-                "each needs its own prompt log-probs, and the chat template of the server is "
-                "unknown.",
+                "each needs its own prompt log-probs, and "
+                + ("the chat template of the server is unknown." if context is None else
+                   "this server does not return usable ones."),
                 "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a server that "
                 "returns prompt log-probs (vLLM, llama-cpp-python), or choices with distinct "
                 "first tokens.")
-        scores = self._score_by_echo(request, context, whole, bias)
         scores.seconds = time.perf_counter() - start
         return scores
 
@@ -692,6 +701,7 @@ class OpenAICompatLLM:
                        (f"token_id:{forced}", self.detokenize([forced])))
             own_values = values[-1 - len(own):-1] if aligned else []
             if not aligned or any(v is None for v in own_values):
+                self._echo_usable = False  # no use asking again
                 raise ServerRejectedError(
                     f"{self.base_url}/completions did not return usable prompt log-probs for "
                     "echo=true: missing (llama-server, OpenAI) or misaligned (llama-cpp-python "

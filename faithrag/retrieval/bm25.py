@@ -12,7 +12,6 @@ stopwords removed, optional Snowball stemming (`stemmer="english"` needs PyStemm
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -21,8 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from faithrag.errors import ConfigError, RuntimeUnavailableError
-
-os.environ.setdefault("DISABLE_TQDM", "1")  # bm25s reads this at import: no progress bars
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _PARAMS_FILE = "faithrag_bm25.json"

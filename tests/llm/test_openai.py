@@ -362,7 +362,8 @@ def test_shared_first_token_without_a_template_is_refused_clearly():
 
 def llama_server_mock(aligned: bool):
     """llama-server flavour (byte tokenizer, /apply-template) whose /v1/completions echoes
-    byte tokens with log-prob -1 each; `aligned=False` imitates llama-cpp-python 0.3.x on a
+    byte tokens with log-prob -1 each, and whose chat puts only "A" in the top log-probs;
+    `aligned=False` imitates llama-cpp-python 0.3.x on a
     prompt without BOS: entries shifted by one, the generated token missing."""
     bodies = []
 
@@ -373,6 +374,10 @@ def llama_server_mock(aligned: bool):
             return httpx.Response(200, json={"tokens": list(body["content"].encode())})
         if req.url.path == "/detokenize":
             return httpx.Response(200, json={"content": bytes(body["tokens"]).decode()})
+        if req.url.path == "/v1/chat/completions":
+            entries = [{"token": "A", "logprob": -0.1}]
+            return httpx.Response(200, json=chat_reply(
+                "A", logprobs=[{**entries[0], "top_logprobs": entries}], usage=(12, 1)))
         if req.url.path == "/apply-template":
             return httpx.Response(200, json={"prompt": "<s>user: q\nassistant: "})
         if req.url.path == "/v1/completions" and body.get("echo"):
@@ -401,10 +406,26 @@ def test_echo_scores_whole_choices_and_warns_about_a_multi_token_bias():
     assert all(b["logit_bias"] == {str(ord("N")): 100.0} for b in echo)
 
 
-def test_misaligned_echo_log_probs_are_refused():
-    handler, _ = llama_server_mock(aligned=False)
+def test_misaligned_echo_log_probs_are_refused_and_not_asked_again():
+    handler, bodies = llama_server_mock(aligned=False)
+    llm = mock_llm(handler)
     with pytest.raises(ServerRejectedError, match="misaligned"):
-        mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
+    echoes = sum(1 for p, b in bodies if p == "/v1/completions")
+    scores = llm.score_choices(ChoiceRequest(user_prompt("q"), ("A", "Z")))  # Z not in the top
+    assert scores.logprobs[0] == pytest.approx(-0.1) and scores.logprobs[1] == -math.inf
+    assert "['Z']" in scores.warnings[0]
+    assert sum(1 for p, b in bodies if p == "/v1/completions") == echoes
+    with pytest.raises(ServerRejectedError, match="does not return usable ones"):
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
+
+
+def test_first_token_missing_from_top_k_falls_back_to_echo():
+    handler, bodies = llama_server_mock(aligned=True)
+    scores = mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "Zed")))
+    assert scores.logprobs == pytest.approx([-1.0, -3.0]) and scores.token_counts == [1, 3]
+    assert not scores.warnings
+    assert [p for p, _ in bodies].count("/v1/completions") == 2
 
 
 # ----------------------------------------------------------------------------- real server
@@ -416,13 +437,14 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def llama_server(tiny_gguf, tmp_path_factory):
-    """`python -m llama_cpp.server` on the tiny GGUF; yields its base URL, stops it afterwards."""
+    """`python -m llama_cpp.server` on the tiny GGUF; yields its base URL, stops it afterwards.
+    One thread: with more, llama.cpp's spinning thread barriers crawl on a busy machine."""
     pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
     port = free_port()
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias",
            "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-           "--verbose", "False"]
+           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -454,7 +476,8 @@ def llama_server(tiny_gguf, tmp_path_factory):
 def reference_llama(tiny_gguf):
     """The same GGUF in-process with all logits kept: ground truth for the server's log-probs."""
     llama_cpp = pytest.importorskip("llama_cpp")
-    return llama_cpp.Llama(model_path=str(tiny_gguf), n_ctx=512, logits_all=True, verbose=False)
+    return llama_cpp.Llama(model_path=str(tiny_gguf), n_ctx=512, logits_all=True, n_threads=1,
+                           n_threads_batch=1, verbose=False)
 
 
 def reference_logprobs(llama, prompt: str) -> tuple[list[int], list[list[float]]]:

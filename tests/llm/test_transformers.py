@@ -242,9 +242,19 @@ def test_sampling_is_seeded(llm):
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_loads_a_hugging_face_model_directory(llm, tmp_path):
-    llm._model.save_pretrained(tmp_path)
+    import copy
+
+    from transformers import AutoModelForCausalLM
+
+    config = copy.deepcopy(llm._model.config)
+    del config.quantization_config  # the dequantized weights are saved as plain tensors
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(llm._model.state_dict())
+    plain.save_pretrained(tmp_path)
     llm._tok.save_pretrained(tmp_path)
+    del plain
     from_dir = hf.TransformersLLM(str(tmp_path), torch_dtype="float32")
     assert from_dir.name == tmp_path.name and from_dir.context_window == 8192  # max positions
     assert from_dir.tokenize("Hello world") == llm.tokenize("Hello world")

@@ -10,17 +10,16 @@ from faithrag.retrieval.scorers.llm_judge import LLMJudgeScorer
 from faithrag.types import Trace
 
 
-def judge_llm(favoured: str, margin: float = 3.0) -> FakeLLM:
+def judge_llm(favoured: str, margin: float = 3.0, context_window: int = 4096) -> FakeLLM:
     """A fake whose "Yes" is `margin` nats more likely than "No" when the judged passage contains
-    `favoured`, and `margin` less likely otherwise."""
-    llm = FakeLLM()
-
+    `favoured`, and `margin` less likely otherwise (FakeLLM records the request before scoring,
+    so the prior can read the prompt)."""
     def prior(choice: str) -> float:
         prompt = llm.calls[-1].messages[-1].content
         sign = 1.0 if favoured in prompt else -1.0
         return sign * margin / 2 if choice == "Yes" else -sign * margin / 2
 
-    llm._choice_prior = prior
+    llm = FakeLLM(choice_prior=prior, context_window=context_window)
     return llm
 
 
@@ -45,8 +44,7 @@ def test_prompt_delimits_the_passage_and_asks_yes_or_no():
 
 
 def test_calls_are_recorded_in_the_step_and_long_passages_are_fitted():
-    llm = judge_llm("x")
-    llm._context_window = 400
+    llm = judge_llm("x", context_window=400)
     trace = Trace()
     with trace.step("rerank", "judge") as step:
         scores = LLMJudgeScorer(llm).score("Q?", ["short", "word " * 500], step=step)
