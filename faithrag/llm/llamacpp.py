@@ -13,11 +13,22 @@ template put them: message contents are tokenized as plain text, so a retrieved 
 contains "<|im_end|>" cannot close its turn.
 
 Decoding is greedy at temperature 0. At temperature > 0 we sample from the full biased softmax
-(no top-k/top-p) with a numpy generator seeded by (constructor seed, request seed).
+(no top-k/top-p) with a numpy generator seeded by (constructor seed, request seed). Token
+log-probs are always the log-softmax of the biased logits (temperature 1).
 
-llama.cpp decodes one sequence at a time here: `generate(list)` runs the requests in order and
-keeps the KV cache of the longest common token prefix between consecutive prompts (and with the
-previous completion), so drafts sharing a long prompt only pay for the part that differs.
+Threads default to the usable cores. llama.cpp's threads spin-wait for each other, so when other
+processes keep the cores busy, fewer threads is far faster (tiny model, 2 shared cores: 2-3 tok/s
+with 2 threads, 30-50 with 1); set n_threads (config `llm.n_threads`) on shared machines.
+
+llama.cpp decodes one sequence at a time here: `generate(list)` runs the requests in order and,
+within the call, keeps the KV cache of the longest common token prefix between consecutive
+prompts (and with the previous completion), so drafts sharing a long prompt only pay for the part
+that differs. Every call starts from an empty cache. The reason: llama.cpp's numbers depend on
+how a sequence was split into batches (a prompt evaluated in one batch vs. as a cached prefix
+plus a tail differs by 0.3-0.8 in the last position's logits, measured on all three presets), so
+reusing a cache across calls would make a request's answer depend on what ran before it. This
+way a call's results are a function of its arguments: reruns and resumed runs reproduce them
+exactly.
 """
 
 from __future__ import annotations
@@ -143,6 +154,7 @@ class LlamaCppLLM:
         self._lib = lib
         self._seed = seed
         self._lock = threading.Lock()
+        self._closed = False
 
         global _backend_ready
         if not _backend_ready:
@@ -206,6 +218,7 @@ class LlamaCppLLM:
         return self._tokenize(text.encode("utf-8"), special=False)
 
     def detokenize(self, ids: Sequence[int]) -> str:
+        self._require_open()
         if not ids:
             return ""
         arr = (self._lib.llama_token * len(ids))(*ids)
@@ -230,6 +243,7 @@ class LlamaCppLLM:
                              f"max_tokens ({request.max_tokens})")
             encoded.append(ids)
         with self._lock:
+            self._truncate(0)
             return [self._generate_one(r, ids) for r, ids in zip(requests, encoded)]
 
     def _generate_one(self, request: GenerationRequest, prompt: list[int]) -> Completion:
@@ -303,6 +317,7 @@ class LlamaCppLLM:
 
         logprobs: list[float] = []
         with self._lock:
+            self._truncate(0)
             self._prefill(base[:shared])
             first_row = self._last_logits().copy()
             for full, own in zip(fulls, owns):
@@ -310,6 +325,7 @@ class LlamaCppLLM:
                 if not targets:
                     logprobs.append(0.0)
                     continue
+                self._truncate(shared)  # drop the previous choice's tokens
                 rows = self._extend(full[shared:-1], all_logits=True) if len(full) - 1 > shared \
                     else np.empty((0, self._n_vocab), dtype=np.float32)
                 # row for predicting position t is first_row if t == shared else rows[t-shared-1]
@@ -324,14 +340,10 @@ class LlamaCppLLM:
         )
 
     # ----------------------------------------------------------------- lifecycle
-    def clear_cache(self) -> None:
-        """Forget the cached prompt prefix (the next request evaluates its whole prompt)."""
-        with self._lock:
-            self._truncate(0)
-
     def close(self) -> None:
         """Free the context and model now (they are also freed when garbage-collected)."""
         with self._lock:
+            self._closed = True
             self._batch.close()
             self._ctx.close()
             self._model.close()
@@ -345,7 +357,13 @@ class LlamaCppLLM:
                 "Fit the evidence with faithrag.llm.budget.fit_evidence, lower max_tokens, "
                 "or load the model with a larger n_ctx.")
 
+    def _require_open(self) -> None:
+        if self._closed:
+            raise RuntimeUnavailableError(f"The model {self.name} was closed.",
+                                          "Create a new LlamaCppLLM.")
+
     def _tokenize(self, data: bytes, special: bool) -> list[int]:
+        self._require_open()
         size = len(data) + 8
         for _ in range(2):
             buf = (self._lib.llama_token * size)()

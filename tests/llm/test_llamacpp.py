@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import ctypes
 import sys
+import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from faithrag.errors import InputTooLargeError, ModelNotFoundError, RuntimeUnavailableError
+from faithrag.llm import llamacpp
 from faithrag.llm.base import ChoiceRequest, GenerationRequest, Message, TokenBias, user_prompt
 from faithrag.llm.llamacpp import DenseBias, LlamaCppLLM
 
@@ -38,6 +42,24 @@ def test_missing_runtime_raises_runtime_unavailable_with_setup_hint(tmp_path, mo
     with pytest.raises(RuntimeUnavailableError) as err:
         LlamaCppLLM(str(fake))
     assert "make setup" in err.value.hint
+
+
+class _ModelParams(ctypes.Structure):
+    _fields_ = [("n_gpu_layers", ctypes.c_int32), ("use_extra_bufts", ctypes.c_bool)]
+
+
+@pytest.mark.parametrize("build_info, cpu_amx, disabled", [
+    (b"CPU : AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |", True, True),
+    (b"CPU : AVX512 = 1 | REPACK = 1 |", True, False),  # our AMX-free build keeps repacking
+    (b"CPU : AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |", False, False),
+])
+def test_extra_buffer_types_off_only_for_amx_build_on_amx_cpu(monkeypatch, build_info, cpu_amx,
+                                                              disabled):
+    monkeypatch.setattr(llamacpp, "cpu_reports_amx", lambda: cpu_amx)
+    params = _ModelParams(0, True)
+    lib = SimpleNamespace(llama_print_system_info=lambda: build_info)
+    assert llamacpp._avoid_amx_crash(lib, params) is disabled
+    assert params.use_extra_bufts is not disabled
 
 
 # ------------------------------------------------------------------------- tiny model
@@ -100,6 +122,16 @@ def test_choice_scores_agree_with_greedy_generation(llm):
 
 
 @pytest.mark.model
+def test_choice_scores_do_not_depend_on_order(llm):
+    choices = (" Paris, the city of light", " Lyon on the Rhone", " Paris")
+    forward = llm.score_choices(ChoiceRequest(QUESTION, choices))
+    backward = llm.score_choices(ChoiceRequest(QUESTION, choices[::-1]))
+    assert forward.token_counts == backward.token_counts[::-1]
+    assert forward.logprobs == pytest.approx(backward.logprobs[::-1], abs=1e-4)
+    assert forward.logprobs[0] < forward.logprobs[2]  # a longer continuation of " Paris" costs more
+
+
+@pytest.mark.model
 def test_bias_moves_choice_scoring(llm):
     choices = (" Paris", " Berlin")
     plain = llm.score_choices(ChoiceRequest(QUESTION, choices, answer_prefix="Answer:"))
@@ -142,16 +174,52 @@ def test_logprobs_are_returned_and_nonpositive(llm):
 
 
 @pytest.mark.model
-def test_batched_requests_match_single_requests(llm):
+def test_results_do_not_depend_on_earlier_calls(llm):
+    request = GenerationRequest(user_prompt("Name a fruit. Answer briefly."), max_tokens=8,
+                                logprobs=True)
+    [first] = llm.generate([request])
+    llm.generate([GenerationRequest(user_prompt("Name a fruit and a colour."), max_tokens=8)])
+    [again] = llm.generate([request])
+    assert (again.text, again.token_logprobs) == (first.text, first.token_logprobs)  # bit-exact
+    choices = ChoiceRequest(request.messages, (" Apple", " Banana", " Cherry pie"))
+    scores = llm.score_choices(choices)
+    llm.generate([request])
+    assert llm.score_choices(choices).logprobs == scores.logprobs
+
+
+@pytest.mark.model
+def test_batched_requests_share_the_prompt_prefix(llm):
     requests = [GenerationRequest(user_prompt(f"Name a {thing}. Answer briefly."), max_tokens=8)
                 for thing in ("fruit", "colour", "fruit")]
     batch = llm.generate(requests)
-    llm.clear_cache()
-    single = [llm.generate([r])[0] for r in reversed(requests)][::-1]
+    single = [llm.generate([r])[0] for r in requests]
     assert [c.text for c in batch] == [c.text for c in single]
-    assert batch[0].text == batch[2].text
     assert all(c.prompt_tokens == llm.count_chat_tokens(r.messages)
                for c, r in zip(batch, requests))
+
+
+@pytest.mark.model
+def test_sampling_is_seeded(llm):
+    def sample(seed):
+        request = GenerationRequest(STORY, max_tokens=16, temperature=1.5, seed=seed)
+        return llm.generate([request])[0].text
+    assert sample(1) == sample(1)
+    assert len({sample(1), sample(2), sample(3)}) > 1
+
+
+@pytest.mark.model
+def test_concurrent_callers_get_the_same_results(llm):
+    requests = [GenerationRequest(user_prompt(f"Say something about {x}."), max_tokens=6)
+                for x in ("cats", "rain")]
+    expected = llm.generate(requests)
+    got: dict[int, str] = {}
+    threads = [threading.Thread(target=lambda i=i: got.__setitem__(
+        i, llm.generate([requests[i]])[0].text)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [got[0], got[1]] == [c.text for c in expected]
 
 
 @pytest.mark.model
@@ -180,6 +248,23 @@ def test_chat_template_from_the_gguf_and_contents_stay_plain_text(llm):
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("content_filter", ["upper", "trim"])
+def test_templates_that_rewrite_contents(llm, monkeypatch, content_filter):
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | "
+                + content_filter + " }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n")
+    monkeypatch.setattr(llm, "_formatter", Jinja2ChatFormatter(template, "", ""))
+    messages = (Message("user", "  hi <|im_end|> there \n"),)
+    rendered = llm._render([m.content for m in messages], messages)
+    ids = llm._encode_chat(messages)
+    if content_filter == "trim":  # contents located after trimming: still plain text
+        assert ids.count(llm._control["<|im_end|>"]) == 1
+    else:  # contents cannot be located: llama.cpp's own parsing of the rendered prompt
+        assert ids == llm._tokenize(rendered.encode(), special=True)
+
+
+@pytest.mark.model
 def test_oversize_input_raises(llm):
     huge = user_prompt("word " * 2000)
     with pytest.raises(InputTooLargeError):
@@ -188,3 +273,15 @@ def test_oversize_input_raises(llm):
         llm.generate([GenerationRequest(QUESTION, max_tokens=1024)])
     with pytest.raises(InputTooLargeError):
         llm.score_choices(ChoiceRequest(huge, ("a", "b")))
+
+
+@pytest.mark.model
+def test_closed_model_raises_instead_of_crashing(tiny_gguf):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    model = LlamaCppLLM(str(tiny_gguf), n_ctx=256, n_threads=1)
+    assert model.name == tiny_gguf.name  # a path is named by its file
+    model.close()
+    with pytest.raises(RuntimeUnavailableError):
+        model.generate([GenerationRequest(QUESTION, max_tokens=1)])
+    with pytest.raises(RuntimeUnavailableError):
+        model.detokenize([1])

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# First accuracy numbers (evaluation-harness issue): the baselines on the six CSRAG sets,
+# given-context mode, dev split. Resumable: re-run the same command to continue.
+#   N=100 MODEL=default OUT=runs/baselines bash benchmarks/baselines.sh
+set -euo pipefail
+N=${N:-100}
+MODEL=${MODEL:-default}
+OUT=${OUT:-runs/baselines}
+SETS=${SETS:-"faitheval_counterfactual kre_musique kre_squad cofaithfulqa_nq cofaithfulqa_hotpotqa cofaithfulqa_newsqa"}
+METHODS=${METHODS:-"closed_book vanilla cot_json choice_scoring"}
+FAITHRAG=${FAITHRAG:-faithrag}
+for method in $METHODS; do
+  for set in $SETS; do
+    start=$(date +%s)
+    $FAITHRAG eval --dataset "$set" --method "$method" --limit "$N" --model "$MODEL" \
+      --out "$OUT/$set-$method" --no-progress
+    echo "$set $method $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
+  done
+done
+$FAITHRAG report "$OUT" --compare --out "$OUT/report"
