@@ -55,7 +55,8 @@ class RetrievalConfig(_Strict):
 
 
 class GenerationConfig(_Strict):
-    max_tokens: int = Field(256, ge=1)
+    max_tokens: int = Field(256, ge=1)  # formats that reason before answering (JSON, drafts)
+    answer_tokens: int = Field(48, ge=1)  # short free-form answers
     temperature: float = Field(0.0, ge=0.0)
 
 

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         evidence = retriever.retrieve(question.text, base.retrieval.k)
         print("Evidence:")
         for p in evidence:
-            print(f"  - [{p.source.rsplit('/', 1)[-1]}] {p.text[:110].strip()}…")
+            snippet = " ".join(p.text.split())
+            print(f"  - [{p.source.rsplit('/', 1)[-1]}] {snippet[:110]}…")
         for label, overrides in DEMO_RUNS:
             config = base.model_copy(update={"pipeline": base.pipeline.model_copy(
                 update={k.split(".", 1)[1]: v for k, v in overrides.items()})})

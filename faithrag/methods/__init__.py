@@ -19,8 +19,9 @@ from faithrag.methods.vanilla import ClosedBook, VanillaRAG
 Factory = Callable[[LLM, Config, "Retriever | None"], Any]
 
 GENERATORS: dict[str, Factory] = {
-    "vanilla": lambda llm, cfg, retriever: VanillaRAG(llm, max_tokens=cfg.generation.max_tokens),
-    "closed_book": lambda llm, cfg, retriever: ClosedBook(llm, max_tokens=cfg.generation.max_tokens),
+    "vanilla": lambda llm, cfg, retriever: VanillaRAG(llm, max_tokens=cfg.generation.answer_tokens),
+    "closed_book": lambda llm, cfg, retriever: ClosedBook(llm,
+                                                          max_tokens=cfg.generation.answer_tokens),
     "cot_json": lambda llm, cfg, retriever: CoTJSON(llm, max_tokens=cfg.generation.max_tokens),
     "choice_scoring": lambda llm, cfg, retriever: ChoiceScoring(llm),
 }

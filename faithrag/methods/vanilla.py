@@ -16,6 +16,7 @@ from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Trace
 SYSTEM = ("You answer questions from the passages you are given. " + DATA_NOT_INSTRUCTIONS)
 FREE_FORM = "Answer with a short phrase only, no explanation."
 MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
+ANSWER_STOP = ("\n\n",)  # only the first line is read; a blank line ends the answer
 
 
 def read_answer(raw: str, question: Question) -> Answer:
@@ -35,7 +36,7 @@ def read_answer(raw: str, question: Question) -> Answer:
 class VanillaRAG:
     name = "vanilla"
 
-    def __init__(self, llm: LLM, max_tokens: int = 64):
+    def __init__(self, llm: LLM, max_tokens: int = 48):
         self.llm = llm
         self.max_tokens = max_tokens
 
@@ -54,7 +55,7 @@ class VanillaRAG:
             fitted = fit(self.llm, self._render(question, [p.title for p in passages]),
                          passages, self.max_tokens, step)
             request = GenerationRequest(fitted.messages, max_tokens=self.max_tokens,
-                                        purpose="answer")
+                                        stop=ANSWER_STOP, purpose="answer")
             completion = generate(self.llm, [request], step)[0]
             answer = read_answer(completion.text, question)
             step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}
@@ -66,7 +67,7 @@ class ClosedBook:
 
     name = "closed_book"
 
-    def __init__(self, llm: LLM, max_tokens: int = 64):
+    def __init__(self, llm: LLM, max_tokens: int = 48):
         self.llm = llm
         self.max_tokens = max_tokens
 
@@ -75,7 +76,8 @@ class ClosedBook:
             instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
             messages = (Message("system", "Answer from your own knowledge."),
                         Message("user", f"{question_block(question)}\n\n{instruction}"))
-            request = GenerationRequest(messages, max_tokens=self.max_tokens, purpose="answer")
+            request = GenerationRequest(messages, max_tokens=self.max_tokens, stop=ANSWER_STOP,
+                                        purpose="answer")
             completion = generate(self.llm, [request], step)[0]
             answer = read_answer(completion.text, question)
             step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}

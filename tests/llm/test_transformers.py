@@ -184,6 +184,26 @@ def test_choice_scores_equal_a_full_forward_pass_per_choice(llm):
 
 
 @pytest.mark.model
+def test_choice_scores_match_the_llamacpp_backend(llm):
+    """Same tokens, same positions, same bias: only the arithmetic differs (llama.cpp multiplies
+    Q4_1 blocks with quantized activations, this backend the dequantized float32 weights)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llama = LlamaCppLLM("tiny", n_ctx=512)
+    try:
+        bias = TokenBias.from_sets([(5.0, llm.tokenize(" London"))])
+        request = ChoiceRequest(QUESTION, ("Paris", "London", "Berlin", "Rome is nice"),
+                                answer_prefix="The answer is ", bias=bias)
+        ours, theirs = llm.score_choices(request), llama.score_choices(request)
+    finally:
+        llama.close()
+    assert ours.token_counts == theirs.token_counts and ours.prompt_tokens == theirs.prompt_tokens
+    assert ours.best == theirs.best
+    np.testing.assert_allclose(ours.logprobs, theirs.logprobs, atol=0.5)
+
+
+@pytest.mark.model
 def test_logprobs_agree_with_choice_scoring(llm):
     bias = TokenBias.from_mapping({llm.tokenize(" dragon")[0]: 2.0})
     [c] = llm.generate([GenerationRequest(STORY, max_tokens=6, logprobs=True, bias=bias)])
