@@ -9,8 +9,8 @@ OUT=${OUT:-runs/baselines}
 SETS=${SETS:-"faitheval_counterfactual kre_musique kre_squad cofaithfulqa_nq cofaithfulqa_hotpotqa cofaithfulqa_newsqa"}
 METHODS=${METHODS:-"closed_book vanilla cot_json choice_scoring"}
 FAITHRAG=${FAITHRAG:-faithrag}
-for method in $METHODS; do
-  for set in $SETS; do
+for set in $SETS; do
+  for method in $METHODS; do
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" --method "$method" --limit "$N" --model "$MODEL" \
       --out "$OUT/$set-$method" --no-progress

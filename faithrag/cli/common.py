@@ -82,7 +82,7 @@ def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) 
 def open_retriever(config: Config, index: str | None = None,
                    docs: str | None = None) -> Retriever | None:
     """An on-disk index, an in-memory index over a folder of documents, or none."""
-    from faithrag.retrieval import InMemoryRetriever, Index
+    from faithrag.retrieval import Index, InMemoryRetriever
 
     if index:
         return Index.load(index, use_cache=config.use_cache)

@@ -24,6 +24,6 @@ def run(args: argparse.Namespace) -> int:
         try:
             where = str(resolve_model(name))
         except ModelNotFoundError:
-            where = "not assembled (faithrag models pull %s)" % name
+            where = f"not assembled (faithrag models pull {name})"
         print(f"{name:8} {preset.description:48} {preset.size / 1e6:8.0f} MB  {where}")
     return 0

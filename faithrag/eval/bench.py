@@ -14,8 +14,7 @@ from typing import Any
 
 from faithrag.llm.base import LLM, GenerationRequest, Message
 
-_WORDS = ("river harbour council bridge engine garden mountain library station painter "
-          "festival orchard winter ledger signal vessel archive meadow lantern quarry").split()
+_WORDS = ["river", "harbour", "council", "bridge", "engine", "garden", "mountain", "library", "station", "painter", "festival", "orchard", "winter", "ledger", "signal", "vessel", "archive", "meadow", "lantern", "quarry"]
 
 
 @dataclass

@@ -44,7 +44,7 @@ class TokenBias:
         """Sum of `weight * indicator(set)` terms, e.g. [(alpha, T_p), (beta, T_c)]."""
         total: dict[int, float] = {}
         for weight, ids in weighted_sets:
-            for i in set(int(x) for x in ids):
+            for i in {int(x) for x in ids}:
                 total[i] = total.get(i, 0.0) + float(weight)
         return cls.from_mapping({i: v for i, v in total.items() if v != 0.0})
 

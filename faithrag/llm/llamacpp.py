@@ -36,7 +36,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -53,9 +52,9 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
+from faithrag.llm.chat_encoding import ChatEncoder
 from faithrag.llm.models import PRESETS, resolve_model
 
-_MARK = "\ue000{}\ue001"  # private-use placeholder for message contents while locating them
 _backend_ready = False
 
 
@@ -201,9 +200,10 @@ class LlamaCppLLM:
             add_generation_prompt=True,
         )
         self._control = self._control_tokens()
-        self._control_pattern = re.compile(
-            "(" + "|".join(re.escape(t) for t in sorted(self._control, key=len, reverse=True)) + ")"
-        ) if self._control else None
+        self._chat = ChatEncoder(
+            lambda messages, contents: self._render(contents, messages), self._control,
+            lambda text: self._tokenize(text.encode("utf-8"), special=False),
+            lambda text: self._tokenize(text.encode("utf-8"), special=True))
 
     # ----------------------------------------------------------------- protocol: tokenizer
     @property
@@ -399,48 +399,7 @@ class LlamaCppLLM:
         return self._formatter(messages=chat).prompt
 
     def _encode_chat(self, messages: Sequence[Message], suffix: str = "") -> list[int]:
-        """Token ids of the chat template applied to `messages`, followed by `suffix` (text of the
-        assistant turn so far). Equivalent to llama.cpp tokenizing the rendered prompt with
-        special-token parsing, except that message contents and the suffix are plain text."""
-        marks = [_MARK.format(i) for i in range(len(messages))]
-        skeleton = self._render(marks, messages)
-        pieces = re.split("(" + "|".join(re.escape(m) for m in marks) + ")", skeleton)
-        template_parts = pieces[0::2]
-        if pieces[1::2] != marks:  # a template that drops or repeats a message: fall back
-            return self._tokenize((self._render([m.content for m in messages], messages)
-                                   + suffix).encode("utf-8"), special=True)
-        real = self._render([m.content for m in messages], messages)
-        for contents in ([m.content for m in messages], [m.content.strip() for m in messages]):
-            if "".join(p + c for p, c in zip(template_parts, contents)) + template_parts[-1] == real:
-                break
-        else:  # the template rewrites contents beyond trimming: plain llama.cpp behaviour
-            return self._tokenize((real + suffix).encode("utf-8"), special=True)
-
-        segments: list[str | int] = []  # plain text or a control token id
-
-        def add_text(text: str) -> None:
-            if segments and isinstance(segments[-1], str):
-                segments[-1] += text
-            elif text:
-                segments.append(text)
-
-        for i, part in enumerate(template_parts):
-            for j, chunk in enumerate(self._control_pattern.split(part) if self._control_pattern
-                                      else [part]):
-                if j % 2:
-                    segments.append(self._control[chunk])
-                else:
-                    add_text(chunk)
-            if i < len(contents):
-                add_text(contents[i])
-        add_text(suffix)
-        ids: list[int] = []
-        for seg in segments:
-            if isinstance(seg, int):
-                ids.append(seg)
-            elif seg:
-                ids.extend(self._tokenize(seg.encode("utf-8"), special=False))
-        return ids
+        return self._chat.encode(messages, suffix)
 
     def _last_logits(self) -> np.ndarray:
         ptr = self._lib.llama_get_logits_ith(self._ctx.ctx, -1)

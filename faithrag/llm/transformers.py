@@ -31,7 +31,6 @@ to the time spent.
 from __future__ import annotations
 
 import functools
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -54,13 +53,13 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
+from faithrag.llm.chat_encoding import ChatEncoder
 from faithrag.llm.models import PRESETS, resolve_model
 
 INSTALL_HINT = (
     "pip install 'faithrag[hf]'. Without a GPU install the CPU build of torch first: "
     "pip install torch --index-url https://download.pytorch.org/whl/cpu "
     "(plain `pip install torch` pulls the CUDA build, several gigabytes).")
-_MARK = "\ue000{}\ue001"  # private-use placeholder for message contents while locating them
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -231,9 +230,8 @@ class TransformersLLM:
         self._window = self._context_window(n_ctx)
         self._control = {t.content: i for i, t in self._tok.added_tokens_decoder.items()
                          if t.special and t.content}
-        self._control_pattern = re.compile(
-            "(" + "|".join(re.escape(t) for t in sorted(self._control, key=len, reverse=True)) + ")"
-        ) if self._control else None
+        self._chat = ChatEncoder(self._render, self._control, self.tokenize,
+                                 self._tokenize_special)
 
         # Decoding uses only what we pass: a model's own defaults (sampling, repetition penalty)
         # must not leak in, but its end-of-turn tokens must.
@@ -446,40 +444,4 @@ class TransformersLLM:
         return list(self._tok(text, add_special_tokens=False)["input_ids"])
 
     def _encode_chat(self, messages: Sequence[Message], suffix: str = "") -> list[int]:
-        """Token ids of the chat template applied to `messages`, followed by `suffix` (text of the
-        assistant turn so far). Control tokens are parsed in the template's own text only;
-        message contents and the suffix are plain text. The template is rendered once with
-        placeholders to find where the contents go; a template that drops, repeats or rewrites
-        contents (beyond trimming) falls back to tokenizing the rendered prompt as a whole."""
-        contents = [m.content for m in messages]
-        real = self._render(messages, contents)
-        marks = [_MARK.format(i) for i in range(len(messages))]
-        pieces = re.split("(" + "|".join(re.escape(m) for m in marks) + ")",
-                          self._render(messages, marks)) if marks else [real]
-        template_parts = pieces[0::2]
-        if pieces[1::2] != marks:
-            return self._tokenize_special(real + suffix)
-        for candidate in (contents, [c.strip() for c in contents]):
-            if "".join(p + c for p, c in zip(template_parts, candidate)) + template_parts[-1] == real:
-                break
-        else:
-            return self._tokenize_special(real + suffix)
-
-        segments: list[str | int] = [""]  # plain text, or a control token id
-        for i, part in enumerate(template_parts):
-            chunks = self._control_pattern.split(part) if self._control_pattern else [part]
-            for j, chunk in enumerate(chunks):
-                if j % 2:
-                    segments += [self._control[chunk], ""]
-                else:
-                    segments[-1] += chunk
-            if i < len(candidate):
-                segments[-1] += candidate[i]
-        segments[-1] += suffix
-        ids: list[int] = []
-        for segment in segments:
-            if isinstance(segment, int):
-                ids.append(segment)
-            elif segment:
-                ids.extend(self.tokenize(segment))
-        return ids
+        return self._chat.encode(messages, suffix)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from faithrag.cli import main
 from faithrag.errors import DataError
 from faithrag.eval.metrics import mcnemar_exact_p, wilson_interval
-from faithrag.cli import main
 from faithrag.eval.report import find_run_dirs, load_run, report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

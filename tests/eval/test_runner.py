@@ -22,11 +22,10 @@ def build(config, llm, retriever):
 
 def write_set(path, n=12):
     with open(path, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({
+        f.writelines(json.dumps({
                 "id": f"t::{i}", "question": f"Where is item {i}?",
                 "context": f"Item {i} is in Sydney.", "answer": "Sydney",
-                "answers": ["Sydney"], "parametric_answer": "Canberra"}) + "\n")
+                "answers": ["Sydney"], "parametric_answer": "Canberra"}) + "\n" for i in range(n))
         f.write('{"id": "broken", "question": \n')  # malformed line: reported, skipped
     return path
 

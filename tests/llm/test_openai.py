@@ -7,8 +7,6 @@ import itertools
 import json
 import math
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -429,49 +427,6 @@ def test_first_token_missing_from_top_k_falls_back_to_echo():
 
 
 # ----------------------------------------------------------------------------- real server
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def llama_server(tiny_gguf, tmp_path_factory):
-    """`python -m llama_cpp.server` on the tiny GGUF; yields its base URL, stops it afterwards.
-    One thread: with more, llama.cpp's spinning thread barriers crawl on a busy machine."""
-    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias",
-           "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False"]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited ({proc.returncode}):\n"
-                            f"{log_path.read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready after 60 s:\n"
-                            f"{log_path.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="session")
 def reference_llama(tiny_gguf):
     """The same GGUF in-process with all logits kept: ground truth for the server's log-probs."""

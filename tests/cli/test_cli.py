@@ -1,0 +1,90 @@
+"""The command line end to end: real retrieval, the tiny packaged model (embedded and behind a
+real llama.cpp server), and user mistakes reported as one clear line, never a traceback."""
+
+import json
+import socket
+
+import pytest
+
+from faithrag.cli import main
+
+DOC = ("The Aldermoor Bridge over the river Wend was opened in 1887. "
+       "The county records show the opening ceremony in May 1887.")
+
+
+@pytest.fixture
+def docs(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bridge.md").write_text("# Aldermoor Bridge\n\n" + DOC)
+    (folder / "other.txt").write_text("Walkers like the old mill on the far bank of the Wend.")
+    return folder
+
+
+@pytest.mark.model
+@pytest.mark.server
+def test_ask_with_explain_through_a_real_llama_cpp_server(llama_server, docs, capsys):
+    rc = main(["ask", "When was the Aldermoor Bridge opened?", "--docs", str(docs), "--llm",
+               "openai", "--base-url", llama_server, "--model", "tiny", "--n-ctx", "2048",
+               "--explain"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "bridge.md#0" in out  # the evidence it retrieved
+    assert "generate/vanilla" in out and "1 LLM calls" in out
+    assert out.strip().splitlines()[-1].startswith("Answer: ")
+
+
+@pytest.mark.model
+def test_index_add_then_ask_embedded_json(docs, tmp_path, capsys):
+    idx = tmp_path / "idx"
+    assert main(["index", str(docs / "other.txt"), "--out", str(idx)]) == 0
+    assert main(["index", str(docs / "bridge.md"), "--out", str(idx), "--add"]) == 0
+    manifest = json.loads((idx / "manifest.json").read_text())
+    assert manifest["counts"]["passages"] == 2 and manifest["chunking"]["max_tokens"] == 250
+    capsys.readouterr()
+    rc = main(["ask", "When was the Aldermoor Bridge opened?", "--index", str(idx), "--model",
+               "tiny", "--threads", "1", "--json", "-k", "1"])
+    result = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [p["id"] for p in result["passages"]] == ["bridge.md#0"]
+    steps = result["trace"]["steps"]
+    assert [s["stage"] for s in steps] == ["retrieve", "generate"]
+    assert steps[1]["llm_calls"][0]["prompt_tokens"] > 0
+    assert isinstance(result["answer"], str)
+
+
+@pytest.mark.model
+def test_demo_runs_a_case(capsys):
+    assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Case 2: passage vs passage" in out and "vanilla RAG" in out
+    assert "Summary:" in out
+
+
+def dead_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "/nowhere/model.gguf"], "neither a preset"),
+    (["--n-ctx", "5"], "n_ctx"),
+    (["--method", "nonsense"], "Unknown method"),
+    (["--llm", "openai", "--base-url", f"http://127.0.0.1:{dead_port()}/v1", "--n-ctx", "512"],
+     "did not answer"),
+])
+def test_user_mistakes_are_one_clear_error(args, message, docs, capsys):
+    rc = main(["ask", "q?", "--docs", str(docs), *args])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_empty_docs_and_missing_index(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["ask", "q?", "--docs", str(empty), "--model", "tiny"]) == 2
+    assert "No text found" in capsys.readouterr().err
+    assert main(["ask", "q?", "--index", str(tmp_path / "none"), "--model", "tiny"]) == 2
+    assert "No index" in capsys.readouterr().err
