@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from faithrag.llm.base import Message
+from faithrag.llm.base import ChoiceRequest, Message
 
 _MARK = "\ue000{}\ue001"  # private-use placeholder for message contents while locating them
 
@@ -66,3 +67,37 @@ class ChatEncoder:
             elif segment:
                 ids.extend(self._plain(segment))
         return ids
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass
+class ChoiceTokens:
+    """How a choice-scoring request splits into tokens: `fulls[i]` is the prompt followed by
+    choice i, whose own tokens are `fulls[i][owns[i]:]`; the first `shared` tokens are common
+    to every choice and need evaluating once."""
+
+    base: list[int]
+    fulls: list[list[int]]
+    owns: list[int]
+    shared: int
+
+
+def split_choices(encode: Callable[[Sequence[Message], str], list[int]],
+                  request: ChoiceRequest) -> ChoiceTokens:
+    """Each choice is tokenized together with the prompt, so a boundary merge (the prefix's
+    trailing space joining the choice's first word) is scored as the model would see it."""
+    base = encode(request.messages, request.answer_prefix)
+    fulls = [encode(request.messages, request.answer_prefix + c) for c in request.choices]
+    owns = [common_prefix(base, full) for full in fulls]
+    shared = min(owns, default=len(base))
+    if shared == 0:
+        raise ValueError("score_choices needs a non-empty prompt before the choices")
+    return ChoiceTokens(base, fulls, owns, shared)

@@ -52,7 +52,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
-from faithrag.llm.chat_encoding import ChatEncoder
+from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
 from faithrag.llm.models import PRESETS, resolve_model
 
 _backend_ready = False
@@ -118,13 +118,6 @@ def _avoid_amx_crash(lib, model_params) -> bool:
         return True
     return False
 
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _log_softmax_at(rows: np.ndarray, ids: Sequence[int]) -> np.ndarray:
@@ -304,15 +297,10 @@ class LlamaCppLLM:
         logits are not needed), all positions in one batch. Single-token choices cost nothing
         beyond the prompt."""
         start = time.perf_counter()
-        base = self._encode_chat(request.messages, request.answer_prefix)
-        fulls = [self._encode_chat(request.messages, request.answer_prefix + c)
-                 for c in request.choices]
+        split = split_choices(self._encode_chat, request)
+        base, fulls, owns, shared = split.base, split.fulls, split.owns, split.shared
         for full in fulls:
             self._check_fits(len(full), f"prompt with choice ({len(full)} tokens)")
-        owns = [_common_prefix(base, full) for full in fulls]  # choice i scores full[owns[i]:]
-        shared = min(owns, default=len(base))
-        if shared == 0:
-            raise ValueError("score_choices needs a non-empty prompt before the choices")
         bias = DenseBias(request.bias, self._n_vocab)
 
         logprobs: list[float] = []
@@ -408,7 +396,7 @@ class LlamaCppLLM:
     def _prefill(self, prompt: list[int]) -> None:
         """Make the cache hold `prompt` with the logits of its last position ready, re-using the
         cached common prefix (at least the last token is always evaluated, for its logits)."""
-        keep = min(_common_prefix(self._cached, prompt), len(prompt) - 1)
+        keep = min(common_prefix(self._cached, prompt), len(prompt) - 1)
         self._truncate(keep)
         self._extend(prompt[keep:])
 

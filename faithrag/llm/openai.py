@@ -58,6 +58,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
+from faithrag.llm.chat_encoding import common_prefix
 from faithrag.llm.models import PRESETS, resolve_model
 
 LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
@@ -599,9 +600,9 @@ class OpenAICompatLLM:
             context_ids = self._tokenize_prompt(context)
             fulls = [self._tokenize_prompt(context + c) for c in request.choices]
             # a choice whose first token merges into the prompt has no first token of its own
-            owned = [f[len(context_ids):] if _common_prefix(context_ids, f) == len(context_ids)
+            owned = [f[len(context_ids):] if common_prefix(context_ids, f) == len(context_ids)
                      else [] for f in fulls]
-            whole = [f[_common_prefix(context_ids, f):] for f in fulls]
+            whole = [f[common_prefix(context_ids, f):] for f in fulls]
         firsts = [ids[0] if ids else None for ids in owned]
         can_echo = context is not None and self._echo_usable is not False
         if None not in firsts and len(set(firsts)) == len(firsts):
@@ -737,10 +738,3 @@ def _first_choice(data: Any, url: str) -> dict[str, Any]:
                                   "Check that --base-url points at an OpenAI-compatible API.")
     return choices[0]
 
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i

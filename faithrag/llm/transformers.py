@@ -53,7 +53,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
-from faithrag.llm.chat_encoding import ChatEncoder
+from faithrag.llm.chat_encoding import ChatEncoder, split_choices
 from faithrag.llm.models import PRESETS, resolve_model
 
 INSTALL_HINT = (
@@ -146,13 +146,6 @@ def dense_bias_processor(biases: TokenBias | Sequence[TokenBias | None], vocab_s
                           for b in biases])
     return rt.DenseBiasLogitsProcessor(rt.torch.from_numpy(dense).to(device))
 
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _model_source(model: str) -> tuple[str, Path, str | None]:
@@ -377,15 +370,10 @@ class TransformersLLM:
         their own tokens (minus the last), in one right-padded batch."""
         torch = self._rt.torch
         start = time.perf_counter()
-        base = self._encode_chat(request.messages, request.answer_prefix)
-        fulls = [self._encode_chat(request.messages, request.answer_prefix + c)
-                 for c in request.choices]
+        split = split_choices(self._encode_chat, request)
+        base, fulls, owns, shared = split.base, split.fulls, split.owns, split.shared
         for full in fulls:
             self._check_fits(len(full), f"prompt with choice ({len(full)} tokens)")
-        owns = [_common_prefix(base, full) for full in fulls]  # choice i scores full[owns[i]:]
-        shared = min(owns, default=len(base))
-        if shared == 0:
-            raise ValueError("score_choices needs a non-empty prompt before the choices")
         bias = (torch.from_numpy(request.bias.dense(self._vocab)).to(self._device)
                 if request.bias else None)
         rests = [full[shared:-1] for full in fulls]  # inputs whose logits predict full[shared+1:]

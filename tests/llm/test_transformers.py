@@ -14,6 +14,7 @@ import pytest
 from faithrag.errors import InputTooLargeError, ModelNotFoundError, RuntimeUnavailableError
 from faithrag.llm import transformers as hf
 from faithrag.llm.base import ChoiceRequest, GenerationRequest, Message, TokenBias, user_prompt
+from faithrag.llm.chat_encoding import common_prefix
 
 QUESTION = user_prompt("What is the capital of France? Answer with one word.")
 STORY = user_prompt("Write a long story about a dragon who learns to cook.")
@@ -171,7 +172,7 @@ def test_choice_scores_equal_a_full_forward_pass_per_choice(llm):
     dense = torch.from_numpy(bias.dense(llm.vocab_size))
     for choice, logprob, count in zip(choices, scores.logprobs, scores.token_counts):
         full = llm._encode_chat(QUESTION, "Answer: " + choice)
-        own = hf._common_prefix(base, full)
+        own = common_prefix(base, full)
         with torch.inference_mode():
             logits = llm._model(input_ids=torch.tensor([full])).logits[0].float() + dense
         expected = torch.log_softmax(logits[own - 1:-1], -1).gather(
