@@ -15,8 +15,10 @@ from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
 SYSTEM = ("You answer multiple-choice questions strictly according to the given context, even "
           "when it disagrees with what you believe. " + DATA_NOT_INSTRUCTIONS)
 INSTRUCTION = (
-    "Think step by step using only the context, then reply with a JSON object and nothing "
-    'else: {"Reason": "<one or two sentences>", "Answer": "<one option, copied exactly>"}')
+    "Reply with a JSON object only, with no text before or after it. Reason step by step from "
+    "the context in \"Reason\" (at most three sentences), then copy exactly one option into "
+    "\"Answer\":\n"
+    '{"Reason": "<your reasoning>", "Answer": "<one option, copied exactly>"}')
 
 
 def render_prompt(question: Question, titles: list[str]):
