@@ -45,7 +45,3 @@ class InputTooLargeError(FaithragError):
 
 class DataError(FaithragError):
     """A dataset file or line is malformed."""
-
-
-class ParseError(FaithragError):
-    """Model output could not be parsed. Callers count these; they never map them to an answer."""
