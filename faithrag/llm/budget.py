@@ -58,3 +58,12 @@ def fit_evidence(llm: LLM, render: Render, evidence: Sequence[str], reserve: int
     warning = (f"evidence truncated to fit the context window: kept {used} of {total} evidence "
                f"tokens ({len(kept)} of {len(evidence)} passages, the last possibly cut)")
     return FittedPrompt(render(kept), kept, [warning])
+
+
+def check_fits(needed: int, window: int, what: str) -> None:
+    """Backends call this before evaluating: they never cut a prompt silently."""
+    if needed > window:
+        raise InputTooLargeError(
+            f"{what} exceeds the context window of {window} tokens.",
+            "Fit the evidence with faithrag.llm.budget.fit_evidence, lower max_tokens, "
+            "or use a larger n_ctx (up to the model's maximum positions).")

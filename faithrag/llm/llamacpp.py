@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ConfigError, InputTooLargeError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, RuntimeUnavailableError
 from faithrag.llm.base import (
     ChoiceRequest,
     ChoiceScores,
@@ -52,6 +52,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
+from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
 from faithrag.llm.models import PRESETS, resolve_model
 
@@ -339,11 +340,7 @@ class LlamaCppLLM:
 
     # ----------------------------------------------------------------- internals
     def _check_fits(self, needed: int, what: str) -> None:
-        if needed > self._n_ctx:
-            raise InputTooLargeError(
-                f"{what} exceeds the context window of {self._n_ctx} tokens.",
-                "Fit the evidence with faithrag.llm.budget.fit_evidence, lower max_tokens, "
-                "or load the model with a larger n_ctx.")
+        check_fits(needed, self._n_ctx, what)
 
     def _require_open(self) -> None:
         if self._closed:

@@ -41,7 +41,6 @@ import numpy as np
 
 from faithrag.errors import (
     ConfigError,
-    InputTooLargeError,
     ModelNotFoundError,
     RuntimeUnavailableError,
 )
@@ -53,6 +52,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
 )
+from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, split_choices
 from faithrag.llm.models import PRESETS, resolve_model
 
@@ -418,11 +418,7 @@ class TransformersLLM:
 
     # ----------------------------------------------------------------- internals
     def _check_fits(self, needed: int, what: str) -> None:
-        if needed > self._window:
-            raise InputTooLargeError(
-                f"{what} exceeds the context window of {self._window} tokens.",
-                "Fit the evidence with faithrag.llm.budget.fit_evidence, lower max_tokens, "
-                "or pass a larger n_ctx (up to the model's maximum positions).")
+        check_fits(needed, self._window, what)
 
     def _render(self, messages: Sequence[Message], contents: Sequence[str]) -> str:
         chat = [{"role": m.role, "content": c} for m, c in zip(messages, contents)]
