@@ -169,13 +169,24 @@ class ResultsFile:
 
 _MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
                   "model_sha256", "context_mode", "metric", "seed", "config", "sweep")
+# settings that change speed, never results: a run may resume with different values
+_SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
+
+
+def _comparable(manifest: dict[str, Any], key: str) -> Any:
+    value = manifest.get(key)
+    if key == "config" and isinstance(value, dict):
+        llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}
+        value = {**value, "llm": llm}
+    return value
 
 
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     path = out / "manifest.json"
     if path.exists():
         old = json.loads(path.read_text())
-        changed = [k for k in _MANIFEST_KEYS if old.get(k) != manifest.get(k)]
+        changed = [k for k in _MANIFEST_KEYS
+                   if _comparable(old, k) != _comparable(manifest, k)]
         if changed:
             raise ConfigError(
                 f"{out} holds a run with a different {', '.join(changed)}.",

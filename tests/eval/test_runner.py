@@ -72,6 +72,17 @@ def test_rerun_with_other_settings_is_refused(tmp_path):
                  build, progress=False)
 
 
+def test_resume_with_other_thread_count_is_allowed(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=str(data), limit=2), config, tmp_path / "run", FakeLLM(), build,
+             progress=False)
+    faster = Config.load(None, {"llm.backend": "fake", "llm.n_threads": 1})
+    summary = run_eval(EvalSpec("set", file=str(data)), faster, tmp_path / "run", FakeLLM(),
+                       build, progress=False)
+    assert summary["n"] == 3
+
+
 def test_cut_last_line_is_dropped_and_rerun(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text('{"id": "a", "correct": true}\n{"id": "b", "corr')
