@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from faithrag.errors import ConfigError
 
@@ -60,10 +60,93 @@ class GenerationConfig(_Strict):
     temperature: float = Field(0.0, ge=0.0)
 
 
+class CFRAGConfig(_Strict):
+    """CF-RAG (faithrag.methods.cfrag): counterfactual queries, dialectical retrieval, spectral
+    evidence division and parallel arbitration. The last three switches are the ablations."""
+
+    n_counterfactuals: int = Field(3, ge=1)  # N: counterfactual queries kept (at most)
+    k_clusters: int = Field(4, ge=1)  # K: spectral clusters (clamped to half the evidence)
+    m_subsets: int = Field(3, ge=1)  # M: evidence subsets = hypotheses drafted
+    subset_size: int = Field(4, ge=1)  # evidence per subset (every cluster gets at least one)
+    lambda_: float = Field(0.4, ge=0.0, le=1.0)  # Ψ = (1-λ)·coherence + λ·causal
+    sim_threshold: float = Field(0.7, ge=-1.0, le=1.0)  # counterfactual kept if cos(q, q') > this
+    dedup: float = Field(0.95, ge=-1.0, le=1.0)  # evidence dropped if cos to a kept one > this
+    min_relevance: float = Field(0.1, ge=-1.0, le=1.0)  # best cos over all queries to keep evidence
+    max_evidence: int = Field(12, ge=1)  # evidence pool cap, by best relevance
+    retrieve_k: int | None = Field(None, ge=1)  # per query; None: retrieval.k
+    scorer: Literal["llm_judge", "bi_encoder"] = "llm_judge"  # s(q, e) of the causal score
+    use_confidence: bool = False  # add w·exp(mean token log-prob of the draft) to Ψ
+    use_specificity: bool = False  # add w·[cos(h, q) - max cos(h, q')] to Ψ
+    confidence_weight: float = Field(0.1, ge=0.0)
+    specificity_weight: float = Field(0.1, ge=0.0)
+    counterfactuals: bool = True  # ablation switch: off = no counterfactual queries
+    evidence_division: bool = True  # ablation switch: off = one draft over the whole pool
+    causal_scoring: bool = True  # ablation switch: off = Ψ is coherence only
+    counterfactual_tokens: int = Field(40, ge=8)  # per reply: one variant or the answer
+    draft_tokens: int = Field(80, ge=8)
+    seed: int = 0  # subset sampling; combined with a hash of the question
+
+
 class PipelineConfig(_Strict):
     method: str = "vanilla"
     rerank: str | None = None
     verify: str | None = None
+
+
+class CSRAGConfig(_Strict):
+    """Conflict-suppressed decoding: logits += alpha*[token in facts] + beta*[token in context]."""
+
+    alpha: float = -1.0  # on the model's own (parametric) facts
+    beta: float = 3.0  # on the enhanced context
+    enhance_context: bool = True  # append two paraphrases of each passage
+    filter_stopwords: bool = True  # drop NLTK English stopwords and punctuation from both sets
+    answer_mode: Literal["json", "choices"] = "json"  # choices: score the options, bias applied
+    fact_tokens: int = Field(200, ge=16)
+    paraphrase_tokens: int = Field(1024, ge=32)  # cap for the two paraphrases of one passage
+    probe_choices: bool = False  # also record option probabilities with and without the bias
+    cache_facts: bool = True  # reuse a question's facts (off to time online CSRAG honestly)
+
+
+class RerankConfig(_Strict):
+    """Re-ranking stages (pipeline.rerank). `max_rounds` bounds crossval's detect/cross-validate
+    rounds; `window` and `step` are the listwise step's RankGPT sliding window (crossval and
+    listwise; crossval's detection sees the first `window` passages); each passage is cut to
+    `passage_tokens` tokens in these prompts."""
+
+    max_rounds: int = Field(2, ge=0)
+    window: int = Field(20, ge=2)
+    step: int = Field(10, ge=1)
+    passage_tokens: int = Field(400, ge=16)
+    reason_tokens: int = Field(160, ge=16)  # cross-validation reply: reason + verdict
+
+    @model_validator(mode="after")
+    def _step_within_window(self) -> RerankConfig:
+        if self.step > self.window:
+            raise ValueError(f"step ({self.step}) must not exceed window ({self.window})")
+        return self
+
+
+class AntisycoConfig(_Strict):
+    """Anti-sycophancy verification (pipeline.verify = "antisyco"). `kb` is the TRUSTED source:
+    an index directory (`faithrag index`) or a file/folder of documents indexed in memory; it
+    must not be the retriever under verification. FALLBACK needs relevance < relevance_threshold
+    and an UNSUPPORTED draft; REPAIR needs some claim's contradiction >= contradiction_threshold.
+    `judge_tokens` is the reply budget of one label/score judgement or reference answer."""
+
+    kb: str | None = None
+    kb_k: int = Field(2, ge=1)  # anti-context passages retrieved per claim
+    kb_chunk_tokens: int = Field(256, ge=16)  # chunking of a document folder given as kb
+    kb_chunk_overlap: int = Field(32, ge=0)
+    relevance_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    contradiction_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    # how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare) or
+    # "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py
+    contradiction: Literal["qa", "judge"] = "qa"
+    # a short answer is one fact; with 2, the 1.5B default model invented a second, unrelated
+    # claim for 5 of 5 KRE drafts. Raise it for long-form answers.
+    max_claims: int = Field(1, ge=1)
+    judge_tokens: int = Field(24, ge=8)
+    claim_tokens: int = Field(96, ge=16)  # reply budget of the claim list
 
 
 class Config(_Strict):
@@ -71,6 +154,10 @@ class Config(_Strict):
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
     pipeline: PipelineConfig = PipelineConfig()
+    cfrag: CFRAGConfig = CFRAGConfig()
+    rerank: RerankConfig = RerankConfig()
+    csrag: CSRAGConfig = CSRAGConfig()
+    antisyco: AntisycoConfig = AntisycoConfig()
     use_cache: bool = True
 
     @classmethod

@@ -14,6 +14,21 @@ def _short(value: Any, width: int = 300) -> str:
     return textwrap.shorten(text, width=width, placeholder=" …")
 
 
+def _render_output(key: str, value: Any, indent: str = "    ") -> list[str]:
+    """One line per scalar; lists and dicts one item per line (lists at most 12 items)."""
+    if isinstance(value, dict) and value:
+        lines = [f"{indent}{key}:"]
+        for k, v in value.items():
+            lines.extend(_render_output(str(k), v, indent + "  "))
+        return lines
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        lines = [f"{indent}{key}:"] + [f"{indent}  - {_short(v, 200)}" for v in value[:12]]
+        if len(value) > 12:
+            lines.append(f"{indent}  … {len(value) - 12} more")
+        return lines
+    return [f"{indent}{key}: {_short(value)}"]
+
+
 def render_answer(result: Result) -> str:
     status = "" if result.answer.parse_status == "ok" else f"  [{result.answer.parse_status}]"
     return f"Answer: {result.answer.text}{status}"
@@ -40,7 +55,7 @@ def render_explanation(result: Result) -> str:
         if step.decision:
             lines.append(f"    decision: {step.decision}")
         for key, value in step.outputs.items():
-            lines.append(f"    {key}: {_short(value)}")
+            lines.extend(_render_output(key, value))
         for warning in step.warnings:
             lines.append(f"    warning: {warning}")
     lines.append("")

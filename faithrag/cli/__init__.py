@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from faithrag.errors import FaithragError
 
-COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models")
+COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile")
 
 
 def build_parser() -> argparse.ArgumentParser:

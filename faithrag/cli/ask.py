@@ -33,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if args.explain:  # CSRAG: also show the options' probabilities with and without the bias
+        config.csrag.probe_choices = True
     retriever = open_retriever(config, index=args.index, docs=args.docs)
     llm = llm_from_config(config)
     pipeline = build_pipeline(config, llm, retriever)

@@ -10,13 +10,12 @@ from pathlib import Path
 from faithrag.cli.common import (
     add_method_options,
     add_model_options,
-    build_pipeline,
     config_from_args,
     llm_from_config,
 )
-from faithrag.cli.eval import add_data_options, spec_from_args
+from faithrag.cli.eval import add_data_options, run_spec, spec_from_args
 from faithrag.eval.bench import breakdown, measure_rates, render_breakdown
-from faithrag.eval.runner import ResultsFile, run_eval
+from faithrag.eval.runner import ResultsFile
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     rates = measure_rates(llm)
     with tempfile.TemporaryDirectory(prefix="faithrag-bench-") as tmp:
         out = Path(args.out or tmp)
-        run_eval(spec, config, out, llm, build_pipeline, progress=True)
+        run_spec(spec, config, llm, args, out)
         records = ResultsFile(out / "results.jsonl").records
         result = breakdown(records, rates)
     print(render_breakdown(result))

@@ -34,7 +34,30 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--method", help="answer method (vanilla, closed_book, ...)")
     g.add_argument("--rerank", help="re-ranking stage")
     g.add_argument("--verify", help="verification stage")
+    g.add_argument("--kb", help="trusted knowledge base for --verify antisyco: an index "
+                   "directory or a folder of documents (sets antisyco.kb)")
     g.add_argument("-k", type=int, help="passages to retrieve")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any configuration value, e.g. --set csrag.alpha=-3 (repeatable)")
+
+
+def parse_set_options(items: list[str]) -> dict[str, Any]:
+    """`key=value` pairs; values are TOML literals (-3, true, "x"), else plain strings."""
+    from faithrag.config import tomllib
+    from faithrag.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects KEY=VALUE, got '{item}'.",
+                              "For example: --set csrag.alpha=-3")
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        out[key.strip()] = value
+    return out
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -49,7 +72,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         "pipeline.method": getattr(args, "method", None),
         "pipeline.rerank": getattr(args, "rerank", None),
         "pipeline.verify": getattr(args, "verify", None),
+        "antisyco.kb": getattr(args, "kb", None),
         "retrieval.k": getattr(args, "k", None),
+        **parse_set_options(getattr(args, "set", None) or []),
     }
     return Config.load(getattr(args, "config", None), overrides)
 

@@ -23,6 +23,10 @@ from faithrag.types import Question
 DEMO_RUNS: list[tuple[str, dict[str, str | None]]] = [
     ("closed book", {"pipeline.method": "closed_book"}),
     ("vanilla RAG", {"pipeline.method": "vanilla"}),
+    ("vanilla + crossval re-rank", {"pipeline.method": "vanilla", "pipeline.rerank": "crossval"}),
+    ("CSRAG", {"pipeline.method": "csrag"}),
+    ("CF-RAG", {"pipeline.method": "cfrag"}),
+    ("vanilla + anti-sycophancy", {"pipeline.method": "vanilla", "pipeline.verify": "antisyco"}),
 ]
 
 
@@ -31,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true", help="show every stage of every method")
     p.add_argument("--case", type=int, action="append",
                    help="run only these cases (1-based, repeatable)")
+    p.add_argument("--scenarios", action="store_true",
+                   help="also run the anti-sycophancy scenario suite (faithrag/data/scenarios)")
     add_model_options(p)
     p.set_defaults(run=run)
 
@@ -41,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     demo = files("faithrag") / "data" / "demo"
     cases = tomllib.loads((demo / "cases.toml").read_text(encoding="utf-8"))["case"]
     base = config_from_args(args)
+    if not base.antisyco.kb:  # what the anti-sycophancy verifier trusts: a curated folder
+        base.antisyco.kb = str(demo / "trusted")
     passages = passages_from_docs(str(demo / "corpus"), base)
     retriever = InMemoryRetriever(passages, mode=base.retrieval.mode)
     llm = llm_from_config(base)
@@ -66,11 +74,36 @@ def run(args: argparse.Namespace) -> int:
             score[label] += ok
             print(f"  {label:28} {'✓' if ok else '✗'} {result.answer.text}"
                   f"  ({result.trace.totals()['seconds']:.1f}s)")
+            for removed in result.removed:  # what a re-ranker dropped, and why
+                print(f"  {'':28}   removed [{removed.passage.source.rsplit('/', 1)[-1]}]: "
+                      f"{removed.reason}")
+            if "decision" in result.answer.meta:  # a verifier's verdict on the draft
+                print(f"  {'':28}   {result.answer.meta['decision']}: "
+                      f"{'; '.join(result.answer.meta['reasons'])}")
             if args.explain:
                 print("\n" + "\n".join("    " + line
                                        for line in render_explanation(result).splitlines()) + "\n")
         print()
     n = len(wanted)
     print("Summary: " + ", ".join(f"{label} {s}/{n}" for label, s in score.items()))
+    if args.scenarios:
+        _scenarios(llm, base, args.explain)
     sys.stdout.flush()
     return 0
+
+
+def _scenarios(llm, config, explain: bool) -> None:
+    from faithrag.eval.scenarios import load_scenarios, render_outcome, run_scenario
+
+    scenarios = load_scenarios()
+    print("\n=== Anti-sycophancy scenarios: vanilla draft, antisyco verifier, own corpora and "
+          "trusted KB ===")
+    passed = 0
+    for scenario in scenarios:
+        outcome = run_scenario(scenario, llm, config)
+        passed += outcome.ok
+        print("  " + render_outcome(outcome))
+        if explain:
+            print("\n" + "\n".join("    " + line for line in
+                                   render_explanation(outcome.result).splitlines()) + "\n")
+    print(f"Scenarios: {passed}/{len(scenarios)}")

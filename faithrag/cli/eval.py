@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from faithrag.cli.common import (
     add_method_options,
@@ -12,7 +13,11 @@ from faithrag.cli.common import (
     config_from_args,
     llm_from_config,
 )
+from faithrag.config import Config
+from faithrag.eval.datasets import load_dataset
+from faithrag.eval.rank_runner import RankOptions, run_rank_eval
 from faithrag.eval.runner import FREE_FORM_METRICS, EvalSpec, run_eval
+from faithrag.llm.base import LLM
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -23,11 +28,22 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--split", default="dev")
     g.add_argument("--limit", type=int, help="first N items")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--context", choices=["given", "retrieval"], default="given",
-                   help="the item's own context, or retrieval over the whole set")
+    g.add_argument("--context", choices=["given", "retrieval", "golden", "item_retrieval"],
+                   default="given",
+                   help="the item's own context, retrieval over the whole set, (KRE) the "
+                        "item's non-conflicting golden context and answer, or retrieval (top "
+                        "-k) over the item's own passages")
+    g.add_argument("--distractors", type=int, metavar="N",
+                   help="inject N passages of other items that resemble the question but hold "
+                        "no gold answer (given / item_retrieval; recorded as the run's sweep)")
     g.add_argument("--metric", choices=FREE_FORM_METRICS, default="containment",
                    help="what counts as correct for free-form answers")
     g.add_argument("--strict", action="store_true", help="stop at the first malformed line")
+    g.add_argument("--first-stage", choices=["bm25", "given"], default="bm25",
+                   help="ranking sets: order of the candidates before re-ranking")
+    g.add_argument("--answer-top", type=int, metavar="K",
+                   help="ranking sets: also answer each item's QA version from the top K "
+                        "re-ranked passages with --method")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,15 +64,33 @@ def spec_from_args(args: argparse.Namespace, method: str) -> EvalSpec:
         dataset=args.dataset or "", method=method, rerank=args.rerank, verify=args.verify,
         limit=args.limit, seed=args.seed, context_mode=args.context, metric=args.metric,
         split=args.split, data_dir=args.data_dir, file=args.file,
-        on_error="raise" if args.strict else "skip")
+        on_error="raise" if args.strict else "skip",
+        sweep={"distractors": args.distractors} if args.distractors is not None else {})
+
+
+def run_spec(spec: EvalSpec, config: Config, llm: LLM, args: argparse.Namespace,
+             out: str | Path, workers: int = 1, progress: bool = True) -> dict:
+    """A QA run (run_eval) or, for a ranking set, a re-ranking run (run_rank_eval)."""
+    dataset = load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file, spec.on_error)
+    if dataset.kind == "rank":
+        options = RankOptions(first_stage=args.first_stage, answer_top=args.answer_top)
+        return run_rank_eval(spec, config, out, llm, options, workers=workers,
+                             progress=progress, dataset=dataset)
+    return run_eval(spec, config, out, llm, build_pipeline, workers=workers, progress=progress,
+                    dataset=dataset)
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     spec = spec_from_args(args, config.pipeline.method)
-    llm = llm_from_config(config)
-    summary = run_eval(spec, config, args.out, llm, build_pipeline, workers=args.workers,
-                       progress=not args.no_progress)
+    summary = run_spec(spec, config, llm_from_config(config), args, args.out,
+                       workers=args.workers, progress=not args.no_progress)
+    if "ranking" in summary:
+        figures = {name: entry["mean"] for name, entry in summary["metrics"].items()}
+        print(json.dumps({"n": summary["n"], "failed_items": summary["failed_items"],
+                          "accuracy": summary["accuracy"], **figures, **summary["ranking"]},
+                         indent=2))
+        return 0
     print(json.dumps({k: summary[k] for k in ("n", "n_scored", "accuracy", "accuracy_ci",
                                               "parse_failures", "failed_items", "mean_seconds")},
                      indent=2))

@@ -6,7 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from faithrag.cli.common import config_from_args, passages_from_docs
+from faithrag.cli.common import (
+    add_model_options,
+    config_from_args,
+    llm_from_config,
+    passages_from_docs,
+)
+from faithrag.config import Config, cache_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +24,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing index")
     p.add_argument("--skip-malformed", action="store_true",
                    help="skip malformed jsonl lines (counted) instead of stopping")
-    p.add_argument("--config", help="TOML configuration file")
+    p.add_argument("--paraphrase", action="store_true",
+                   help="also compute CSRAG's paraphrases of every passage into the cache, so "
+                        "that online CSRAG only pays for fact extraction (needs the model)")
+    p.add_argument("--batch", type=int, default=4,
+                   help="passages per paraphrasing call (default 4)")
+    add_model_options(p)
     p.set_defaults(run=run)
 
 
@@ -39,4 +50,32 @@ def run(args: argparse.Namespace) -> int:
                             use_cache=config.use_cache, overwrite=args.overwrite, progress=True)
         print(f"indexed {len(index)} passages into {args.out} ({mode})")
     print(json.dumps(json.loads((Path(args.out) / "manifest.json").read_text())["counts"]))
+    if args.paraphrase:
+        paraphrase_index(index.passages, config, args.batch)
     return 0
+
+
+def paraphrase_index(passages, config: Config, batch: int) -> None:
+    """Fill the paraphrase cache for `passages`; cached ones cost nothing, so re-running resumes."""
+    from tqdm import tqdm
+
+    from faithrag.errors import ConfigError
+    from faithrag.methods.csrag import JsonCache, Paraphraser
+    from faithrag.types import Trace
+
+    if not config.use_cache:
+        raise ConfigError("--paraphrase fills the paraphrase cache, but use_cache is off.",
+                          "Set use_cache = true.")
+    paraphraser = Paraphraser(llm_from_config(config), config.csrag.paraphrase_tokens,
+                              JsonCache(cache_dir() / "csrag" / "paraphrases"))
+    status = {"ok": 0, "partial": 0, "failed": 0, "cached": 0}
+    trace = Trace()
+    with tqdm(total=len(passages), desc="paraphrasing", unit="passage") as bar:
+        for start in range(0, len(passages), max(batch, 1)):
+            chunk = passages[start:start + max(batch, 1)]
+            with trace.step("paraphrase", "csrag") as step:
+                for result in paraphraser.paraphrase(chunk, step):
+                    status[result.status] += 1
+                    status["cached"] += result.cached
+            bar.update(len(chunk))
+    print(f"paraphrases: {json.dumps(status)} (cache: {cache_dir() / 'csrag' / 'paraphrases'})")

@@ -254,6 +254,22 @@ def load_dataset(name: str | None = None, root: str | os.PathLike[str] | None = 
                    sha256=hashlib.sha256(raw).hexdigest(), items=items, errors=errors)
 
 
+def golden_version(item: QAItem) -> QAItem | None:
+    """The item's non-conflicting version (KRE's `meta.golden_context` and `golden_answer`): the
+    context agrees with the model's memory, so a faithful method must not lose accuracy on it.
+    None when the item has no golden version or its golden answer is not one of its options."""
+    context, answer = item.meta.get("golden_context"), item.meta.get("golden_answer")
+    if not context or not answer:
+        return None
+    answer_idx = None
+    if item.choices is not None:
+        if answer not in item.choices:
+            return None
+        answer_idx = item.choices.index(answer)
+    return QAItem(item.id, item.source, item.question, context, answer, [answer], item.choices,
+                  answer_idx, None, None, {"golden_version_of": item.id})
+
+
 def two_way_choices(item: QAItem, seed: int = 0) -> TwoWayChoices | None:
     """A two-option multiple-choice version of a non-MC conflict item (the cofaithfulqa_* sets).
 

@@ -62,6 +62,7 @@ from typing import Any
 
 from faithrag.errors import DataError
 from faithrag.eval.metrics import aggregate, paired_difference, record_correct
+from faithrag.eval.rank_runner import summarize_rank_records
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -183,7 +184,9 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
                   "method": run.method, "model": run.manifest.get("model"),
                   "sweep": run.sweep or None, "manifest": run.manifest, "aggregate": agg,
                   "skipped_lines": [{"line": n, "message": m} for n, m in run.skipped_lines],
-                  "duplicate_records": run.duplicate_records}
+                  "duplicate_records": run.duplicate_records,
+                  "ranking": (summarize_rank_records(run.records) if _is_ranking(run)
+                              else None)}
                  for run, agg in zip(runs, aggregates)],
         "comparisons": comparisons,
         "files": {"table": table.name, "plots": [p.name for p in plots]},
@@ -310,6 +313,7 @@ def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
             *[_metric_cell(agg["metrics"].get(name), name) for name in metric_names],
         ])
     lines += _table(header, rows)
+    lines += _ranking_lines(runs, aggregates)
 
     if comparisons is not None:
         lines += ["", "## Paired comparisons", "",
@@ -344,6 +348,50 @@ def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
     if notes:
         lines += ["", "## Notes", "", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _is_ranking(run: Run) -> bool:
+    return run.manifest.get("kind") == "rank"
+
+
+def _ranking_lines(runs: list[Run], aggregates: list[dict[str, Any]]) -> list[str]:
+    """Re-ranking runs (faithrag/eval/rank_runner.py): ranking quality, removals, cost."""
+    rows = []
+    for run, agg in zip(runs, aggregates):
+        if not _is_ranking(run):
+            continue
+        summary = summarize_rank_records(run.records)
+        det, parse, cost = (summary["detection"], summary["rerank_parse"],
+                            summary["rerank_cost_per_query"])
+        top = run.manifest.get("answer_top")
+        answer = (f"{_pct(agg['accuracy'])}{_ci(agg['accuracy_ci'])} "
+                  f"({run.manifest.get('answer_method')}, top {top})"
+                  if top and agg["accuracy"] is not None else "–")
+        rows.append([
+            run.dataset, run.label, str(run.manifest.get("first_stage") or ""), str(summary["n"]),
+            *[_metric_cell(agg["metrics"].get(name), name)
+              for name in ("ndcg@1", "ndcg@5", "ndcg@10", "contrary@1", "contrary@5",
+                           "contrary@10")],
+            _num(det["removed"] / summary["n"] if summary["n"] else None, 2),
+            _pct(det["precision"]), _pct(det["recall"]), _pct(det["pair_hit_rate"]),
+            f"{parse['failed']}/{parse['repaired']}/{parse['outputs']}",
+            _num(cost["llm_calls"], 1),
+            _num(None if cost["prompt_tokens"] is None
+                 else cost["prompt_tokens"] + cost["completion_tokens"], 0),
+            _num(cost["seconds"], 2), answer])
+    if not rows:
+        return []
+    return ["", "## Re-ranking", "",
+            ("nDCG as 0–1, contrary@k = % of contrary passages among the top k. Removal "
+             "precision / recall: removed passages that are contrary / contrary passages "
+             "removed (micro, %); pair hit: detected conflicting pairs holding a contrary "
+             "passage (%). Parse: model outputs unreadable / repaired / read. LLM calls, "
+             "tokens and seconds are of the re-ranking stage alone, per query; the answer "
+             "column is the downstream accuracy from the top-k re-ranked passages."), "",
+            *_table(["dataset", "re-ranker", "first stage", "n", "nDCG@1", "nDCG@5", "nDCG@10",
+                     "contrary@1", "contrary@5", "contrary@10", "removed/query",
+                     "removal precision", "removal recall", "pair hit", "parse",
+                     "LLM calls/query", "tokens/query", "s/query", "answer accuracy"], rows)]
 
 
 def _metric_cell(entry: dict[str, Any] | None, name: str) -> str:

@@ -26,16 +26,18 @@ from faithrag import __version__
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval import metrics as M
-from faithrag.eval.datasets import Dataset, QAItem, load_dataset, two_way_choices
+from faithrag.eval.datasets import Dataset, QAItem, golden_version, load_dataset, two_way_choices
+from faithrag.eval.distractors import DistractorPool
 from faithrag.llm.base import LLM
 from faithrag.llm.models import PRESETS, sha256_of
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
+from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.types import Passage, Question
 
 # Methods that answer by picking an option; on a free-form conflict set they get the documented
 # two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
-CHOICE_METHODS = {"cot_json", "choice_scoring", "csrag"}
+CHOICE_METHODS = {"cot_json", "choice_scoring", "csrag", "csrag_choices"}
 FREE_FORM_METRICS = ("containment", "smart_em", "em")
 
 
@@ -47,13 +49,15 @@ class EvalSpec:
     verify: str | None = None
     limit: int | None = None
     seed: int = 0
-    context_mode: Literal["given", "retrieval"] = "given"
+    context_mode: Literal["given", "retrieval", "golden", "item_retrieval"] = "given"
+    # golden: KRE non-conflict; item_retrieval: retrieval over the item's own passages (plus
+    # injected distractors), the top retrieval.k go to the method
     metric: str = "containment"  # what "correct" means for free-form answers
     split: str = "dev"
     data_dir: str | None = None
     file: str | None = None
     on_error: Literal["skip", "raise"] = "skip"
-    sweep: dict[str, Any] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)  # {"distractors": N}: N injected per item
 
     def __post_init__(self) -> None:
         if self.metric not in FREE_FORM_METRICS:
@@ -61,6 +65,13 @@ class EvalSpec:
                               f"Choose one of {', '.join(FREE_FORM_METRICS)}.")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be >= 1.", "Leave it out to run every item.")
+        distractors = self.sweep.get("distractors", 0)
+        if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
+            raise ConfigError(f"distractors must be a whole number >= 0, got {distractors!r}.",
+                              "Pass --distractors N.")
+        if distractors and self.context_mode not in ("given", "item_retrieval"):
+            raise ConfigError("Distractors are injected into each item's own passages.",
+                              "Use --context given or --context item_retrieval.")
 
 
 @dataclass
@@ -68,6 +79,7 @@ class Prepared:
     question: Question
     passages: list[Passage] | None  # None: answer through the retriever
     gold_index: int | None
+    item: QAItem  # the version of the item that was asked (golden mode: its golden version)
 
 
 def code_version() -> str:
@@ -97,20 +109,26 @@ def model_identity(config: Config) -> tuple[str, str | None]:
 def prepare(item: QAItem, method: str, seed: int, context_mode: str) -> Prepared | None:
     """The question and evidence an item gives a method; None when the item has no version the
     method can answer (a free-form item without a usable two-way choice for a choice method)."""
-    passages = item.passages() if context_mode == "given" else None
+    if context_mode == "golden":
+        golden = golden_version(item)
+        if golden is None:
+            return None
+        item = golden
+    passages = None if context_mode == "retrieval" else item.passages()
     if item.choices is not None:
-        return Prepared(item.as_question(), passages, item.answer_idx)
+        return Prepared(item.as_question(), passages, item.answer_idx, item)
     if method in CHOICE_METHODS:
         two_way = two_way_choices(item, seed)
         if two_way is None:
             return None
         return Prepared(Question(item.question, item.id, two_way.choices), passages,
-                        two_way.answer_idx)
-    return Prepared(Question(item.question, item.id), passages, None)
+                        two_way.answer_idx, item)
+    return Prepared(Question(item.question, item.id), passages, None, item)
 
 
-def score_item(item: QAItem, prepared: Prepared, prediction: str, choice_index: int | None,
+def score_item(prepared: Prepared, prediction: str, choice_index: int | None,
                metric: str) -> tuple[bool, dict[str, Any]]:
+    item = prepared.item
     if prepared.gold_index is not None:
         correct = choice_index == prepared.gold_index
         return correct, {"accuracy": int(correct)}
@@ -124,8 +142,9 @@ def score_item(item: QAItem, prepared: Prepared, prediction: str, choice_index: 
     if item.parametric_answer:  # answered from memory instead of the context
         values["parametric"] = int(M.containment(prediction, [item.parametric_answer]))
     target = item.meta.get("target_incorrect_answer")
-    if target:
-        values["attack_success"] = int(M.attack_success(prediction, target))
+    if target:  # one target answer, or a list of them (any counts)
+        targets = [target] if isinstance(target, str) else target
+        values["attack_success"] = int(any(M.attack_success(prediction, t) for t in targets))
     return bool(values[metric]), values
 
 
@@ -222,6 +241,7 @@ def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
     })
     retriever = _set_retriever(dataset, config) if spec.context_mode == "retrieval" else None
     pipeline = build_pipeline(config, llm, retriever)
+    injector = DistractorPool(dataset) if spec.sweep.get("distractors") else None
     results = ResultsFile(out / "results.jsonl")
     items = dataset.items[: spec.limit] if spec.limit else dataset.items
     todo = [item for item in items if item.id not in results.done]
@@ -233,18 +253,29 @@ def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
         prepared = prepare(item, spec.method, spec.seed, spec.context_mode)
         if prepared is None:
             return {**record, "prediction": None, "correct": None, "parse_status": "skipped",
-                    "error": "no two-way choice (parametric answer missing or equal to gold)",
+                    "error": "no golden version" if spec.context_mode == "golden" else
+                    "no two-way choice (parametric answer missing or equal to gold)",
                     "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
                     "metrics": {}, "trace": {}, "extra": {}}
+        record["gold"] = prepared.item.answers
         try:
-            result = pipeline.run(prepared.question, prepared.passages)
+            passages = prepared.passages
+            injected = injector.select(prepared.item, spec.sweep["distractors"]) if injector \
+                else []
+            if passages is not None:
+                passages = passages + injected
+            if spec.context_mode == "item_retrieval":
+                item_retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
+                result = build_pipeline(config, llm, item_retriever).run(prepared.question)
+            else:
+                result = pipeline.run(prepared.question, passages)
         except Exception as exc:  # one bad item must not stop the run
             return {**record, "prediction": None, "correct": None, "parse_status": "error",
                     "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
                     "completion_tokens": 0, "seconds": time.perf_counter() - start,
                     "metrics": {}, "trace": {}, "extra": {}}
         answer = result.answer
-        correct, values = score_item(item, prepared, answer.text, answer.choice_index, spec.metric)
+        correct, values = score_item(prepared, answer.text, answer.choice_index, spec.metric)
         if answer.parse_status != "ok":
             correct = False
         totals = result.trace.totals()
@@ -258,7 +289,8 @@ def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
                 "trace": result.trace.summary(),
                 "extra": {"raw": answer.raw[:2000], "reason": answer.reason,
                           "warnings": result.trace.warnings,
-                          "removed": [r.passage.id for r in result.removed], **answer.meta}}
+                          "removed": [r.passage.id for r in result.removed], **answer.meta,
+                          **_injection_record(injected, result.passages)}}
 
     bar = _progress(len(items), len(items) - len(todo), dataset.name, spec.method, progress)
     try:
@@ -277,6 +309,14 @@ def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
             bar.close()
     wanted = {item.id for item in items}
     return M.aggregate([r for r in results.records if r["id"] in wanted])
+
+
+def _injection_record(injected: list[Passage], evidence: list[Passage]) -> dict[str, Any]:
+    if not injected:
+        return {}
+    ids = {p.id for p in injected}
+    return {"injected": [p.meta["from"] for p in injected],
+            "injected_in_evidence": sum(p.id in ids for p in evidence)}
 
 
 def _progress(total: int, initial: int, dataset: str, method: str, enabled: bool):

@@ -40,6 +40,7 @@ class FakeLLM:
         self._choice_prior = choice_prior or (lambda choice: 0.0)
         self._context_window = context_window
         self.calls: list[GenerationRequest | ChoiceRequest] = []
+        self.generate_calls: list[list[GenerationRequest]] = []  # one entry per generate() batch
 
     @staticmethod
     def _by_rules(rules: list[tuple[str, str]], default: str) -> Responder:
@@ -67,6 +68,7 @@ class FakeLLM:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         out = []
+        self.generate_calls.append(list(requests))
         for request in requests:
             self.calls.append(request)
             text = self._respond(request)

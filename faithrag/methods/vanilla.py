@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.base import LLM, GenerationRequest, Message, TokenBias
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
     fit,
@@ -11,7 +11,7 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
-from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Trace
+from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
 
 SYSTEM = ("You answer questions from the passages you are given. " + DATA_NOT_INSTRUCTIONS)
 FREE_FORM = "Answer with a short phrase only, no explanation."
@@ -33,6 +33,26 @@ def read_answer(raw: str, question: Question) -> Answer:
     return Answer(text=question.choices[idx], choice_index=idx, raw=raw)
 
 
+def render_prompt(question: Question, titles: list[str]):
+    instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
+
+    def render(texts: list[str]) -> tuple[Message, ...]:
+        user = (f"Passages:\n{render_passages(texts, titles)}\n\n"
+                f"{question_block(question)}\n\n{instruction}")
+        return (Message("system", SYSTEM), Message("user", user))
+    return render
+
+
+def answer_plain(llm: LLM, question: Question, passages: list[Passage], step: Step,
+                 max_tokens: int, bias: TokenBias | None = None) -> Answer:
+    """One short answer from the plain prompt (optionally biased; CSRAG's free-form mode)."""
+    fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages,
+                 max_tokens, step)
+    request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_STOP,
+                                bias=bias, purpose="answer")
+    return read_answer(generate(llm, [request], step)[0].text, question)
+
+
 class VanillaRAG:
     name = "vanilla"
 
@@ -40,24 +60,10 @@ class VanillaRAG:
         self.llm = llm
         self.max_tokens = max_tokens
 
-    def _render(self, question: Question, titles: list[str]):
-        instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
-
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            user = (f"Passages:\n{render_passages(texts, titles)}\n\n"
-                    f"{question_block(question)}\n\n{instruction}")
-            return (Message("system", SYSTEM), Message("user", user))
-        return render
-
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         with trace.step("generate", self.name, question=question.text,
                         passages=[p.id for p in passages]) as step:
-            fitted = fit(self.llm, self._render(question, [p.title for p in passages]),
-                         passages, self.max_tokens, step)
-            request = GenerationRequest(fitted.messages, max_tokens=self.max_tokens,
-                                        stop=ANSWER_STOP, purpose="answer")
-            completion = generate(self.llm, [request], step)[0]
-            answer = read_answer(completion.text, question)
+            answer = answer_plain(self.llm, question, passages, step, self.max_tokens)
             step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}
             return answer
 

@@ -162,6 +162,11 @@ class Index:
     def __len__(self) -> int:
         return len(self._searcher.passages)
 
+    @property
+    def passages(self) -> list[Passage]:
+        """Every indexed passage, in index order (read-only use)."""
+        return self._searcher.passages
+
     def search(self, query: str, k: int = 5) -> list[Passage]:
         return self._searcher.search(query, k)
 

@@ -88,3 +88,21 @@ def test_empty_docs_and_missing_index(tmp_path, capsys):
     assert "No text found" in capsys.readouterr().err
     assert main(["ask", "q?", "--index", str(tmp_path / "none"), "--model", "tiny"]) == 2
     assert "No index" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_index_paraphrase_fills_the_cache_that_online_csrag_reuses(docs, tmp_path, capsys,
+                                                                     tiny_gguf, monkeypatch):
+    monkeypatch.setenv("FAITHRAG_CACHE", str(tmp_path / "cache"))
+    idx = tmp_path / "idx"
+    model = ["--model", str(tiny_gguf), "--threads", "1"]
+    assert main(["index", str(docs / "bridge.md"), "--out", str(idx), "--paraphrase",
+                 *model]) == 0
+    assert '"cached": 0' in capsys.readouterr().out
+    assert len(list((tmp_path / "cache" / "csrag" / "paraphrases").rglob("*.json"))) == 1
+    rc = main(["ask", "When was the Aldermoor Bridge opened?", "--index", str(idx), "-k", "1",
+               "--method", "csrag", "--json", *model])
+    steps = {s["stage"]: s for s in json.loads(capsys.readouterr().out)["trace"]["steps"]}
+    assert rc == 0
+    assert steps["paraphrase"]["outputs"]["cached"] == 1 and not steps["paraphrase"]["llm_calls"]
+    assert [c["purpose"] for c in steps["facts"]["llm_calls"]] == ["facts"]

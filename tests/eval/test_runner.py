@@ -133,3 +133,24 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_pat
     ids = [json.loads(line)["id"] for line in after.splitlines()]
     assert len(ids) == len(set(ids)) == 60
     assert json.loads((out / "manifest.json").read_text())["resumed"] == 1
+
+
+def test_golden_mode_asks_the_non_conflicting_version(tmp_path):
+    data = tmp_path / "kre.jsonl"
+    with open(data, "w") as f:
+        for i in range(3):
+            f.write(json.dumps({
+                "id": f"k::{i}", "question": "Capital?", "context": "The capital is Sydney.",
+                "answer": "Sydney", "answers": ["Sydney"], "choices": ["Sydney", "Canberra"],
+                "answer_idx": 0, "parametric_answer": "Canberra",
+                "meta": {"golden_context": "The capital is Canberra.",
+                         "golden_answer": "Canberra"} if i < 2 else {}}) + "\n")
+    llm = FakeLLM([("Canberra.", "Canberra")], default="Sydney")
+    config = Config.load(None, {"llm.backend": "fake"})
+    summary = run_eval(EvalSpec("kre", file=str(data), context_mode="golden"), config,
+                       tmp_path / "run", llm, build, progress=False)
+    assert summary["correct"] == 2
+    records = {r["id"]: r for r in ResultsFile(tmp_path / "run/results.jsonl").records}
+    assert records["k::0"]["gold"] == ["Canberra"] and records["k::0"]["correct"]
+    assert records["k::2"]["parse_status"] == "skipped"
+    assert "The capital is Canberra." in llm.calls[0].messages[-1].content

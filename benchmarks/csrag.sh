@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# CSRAG measurements (issue 4): main table, non-conflict check, ablations. Resumable: re-run the
+# same command to continue; paraphrases and facts are cached, so ablations pay only for answers.
+#   N=200 N_ABL=100 THREADS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|all]
+# The main part also runs the baselines; point BASE_OUT at an existing baselines directory
+# (benchmarks/baselines.sh) to extend those runs instead of starting new ones.
+set -euo pipefail
+PART=${1:-all}
+N=${N:-200}
+N_ABL=${N_ABL:-100}
+MODEL=${MODEL:-default}
+THREADS=${THREADS:-2}
+OUT=${OUT:-runs/csrag}
+BASE_OUT=${BASE_OUT:-$OUT/main}
+FAITHRAG=${FAITHRAG:-faithrag}
+SETS=${SETS:-"faitheval_counterfactual kre_musique kre_squad cofaithfulqa_nq cofaithfulqa_hotpotqa cofaithfulqa_newsqa"}
+BASELINES=${BASELINES:-"closed_book vanilla cot_json"}
+METHODS=${METHODS:-"csrag csrag_choices"}
+
+run() {  # run DIR ARGS...: one resumable eval run, its wall time appended to timings.txt
+  local dir=$1; shift
+  local start; start=$(date +%s)
+  $FAITHRAG eval --model "$MODEL" --threads "$THREADS" --no-progress --out "$dir" "$@"
+  echo "$dir $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
+}
+mkdir -p "$OUT"
+
+if [[ $PART == main || $PART == all ]]; then
+  for set in $SETS; do
+    for method in $BASELINES; do
+      run "$BASE_OUT/$set-$method" --dataset "$set" --method "$method" --limit "$N"
+    done
+    for method in $METHODS; do
+      run "$OUT/main/$set-$method" --dataset "$set" --method "$method" --limit "$N"
+    done
+  done
+fi
+
+if [[ $PART == golden || $PART == all ]]; then  # KRE golden contexts: no conflict
+  for set in kre_musique kre_squad; do
+    for method in cot_json csrag; do
+      run "$OUT/golden/$set-$method" --dataset "$set" --context golden --method "$method" \
+        --limit "$N"
+    done
+  done
+fi
+
+if [[ $PART == ablations || $PART == all ]]; then  # the paper's ablation shape, on FaithEval
+  abl() { local name=$1; shift
+    run "$OUT/ablations/$name" --dataset faitheval_counterfactual --method csrag \
+      --limit "$N_ABL" "$@"; }
+  abl enhanced+control
+  abl original+control --set csrag.enhance_context=false
+  abl enhanced+no-control --set csrag.alpha=0 --set csrag.beta=0
+  abl original+no-control --set csrag.enhance_context=false --set csrag.alpha=0 \
+    --set csrag.beta=0
+  abl boost-only --set csrag.alpha=0                  # also alpha=0
+  abl suppress-only --set csrag.beta=0                # also beta=0
+  for a in -3 -5; do abl "alpha=$a" --set "csrag.alpha=$a"; done
+  for b in 1 5; do abl "beta=$b" --set "csrag.beta=$b"; done
+  abl no-stopword-filter --set csrag.filter_stopwords=false
+fi
+
+[[ -d $OUT/main ]] && $FAITHRAG report "$BASE_OUT" "$OUT/main" --compare --out "$OUT/report-main"
+[[ -d $OUT/golden ]] && $FAITHRAG report "$OUT/golden" --compare --out "$OUT/report-golden"
+[[ -d $OUT/ablations ]] && $FAITHRAG report "$OUT/ablations" --out "$OUT/report-ablations"
+exit 0

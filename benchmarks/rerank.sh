@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Cross-validated re-ranking (issue 5): every re-ranker on both ranking sets, dev split. Each run
+# also answers the item's QA version from the top TOP re-ranked passages with GENERATOR (the
+# downstream measurement), so the re-ranking is paid for once. Resumable: re-run the same
+# command to continue; runs land in $OUT/<set>-<reranker>, the report in $OUT/report.
+#   N=200 MODEL=default THREADS=1 OUT=runs/rerank bash benchmarks/rerank.sh
+# "none" is the retriever's own order (BM25 over the item's candidates), the input of the others.
+set -euo pipefail
+N=${N:-200}
+MODEL=${MODEL:-default}
+OUT=${OUT:-runs/rerank}
+THREADS=${THREADS:-1}  # 1 when something else shares the CPU (llama.cpp collapses otherwise)
+TOP=${TOP:-3}
+GENERATOR=${GENERATOR:-vanilla}
+SETS=${SETS:-"kre_conflict_rank ramdocs_rank"}
+RERANKERS=${RERANKERS:-"none bi_encoder llm_judge listwise crossval"}
+FAITHRAG=${FAITHRAG:-faithrag}
+mkdir -p "$OUT"
+for set in $SETS; do
+  for reranker in $RERANKERS; do
+    rerank=()
+    if [ "$reranker" != none ]; then rerank=(--rerank "$reranker"); fi
+    start=$(date +%s)
+    $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} --method "$GENERATOR" \
+      --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" \
+      --out "$OUT/$set-$reranker" --no-progress > "$OUT/$set-$reranker.summary.json"
+    echo "$set $reranker $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
+  done
+done
+$FAITHRAG report "$OUT" --out "$OUT/report"

@@ -1,0 +1,238 @@
+"""Cross-validated re-ranking: remove the false side of a passage conflict, then re-rank.
+
+Each round has two steps:
+1. Detect (listwise): the model reads the question and the numbered passages and names the one
+   pair whose conflict is the most evident, or None.
+2. Cross-validate (pairwise): the pair is shown as passages A and B beside the remaining
+   passages; the model judges A and B on consistency with the others, rationality and relevance
+   to the question, and names the false one, which is removed with the model's reason. The
+   prompt asks for A or B, as in the paper; offering "None" (no real conflict) made the 1.5B
+   model answer None even for true conflicts. A reply that nevertheless says None removes
+   nothing, and the next round's detection is told that this pair was checked (naming it again
+   counts as no conflict).
+Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
+at least one other passage to cross-validate against (the method trusts the majority over a lone
+dissenter; with two passages left there is no majority). An unreadable detection or verdict
+removes nothing and ends the rounds (counted in the trace).
+3. Re-rank (listwise): the passages left are ordered by relevance with the listwise step of
+`faithrag.methods.listwise` (same prompt and sliding window as the `listwise` baseline).
+
+Detection and cross-validation see the first `window` passages in the incoming order (the
+retriever's best); passages beyond that are re-ranked but never removed.
+
+Cost: detection and ranking prompts share their prefix (system message, question, numbered
+passages), so when all remaining passages fit one window the ranking request is sent in the same
+generate() call as each detection (the backend evaluates the shared prefix once). If no passage
+is removed after that detection, its ranking reply is the final ranking and no further call is
+made; otherwise it is discarded (a few dozen generated tokens) and the ranking runs afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.budget import fit_evidence
+from faithrag.methods.base import RemovedPassage, RerankResult
+from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
+from faithrag.methods.listwise import (
+    ListwiseRanker,
+    cut_text,
+    passages_prompt,
+    ranker_from_config,
+)
+from faithrag.methods.rank_parsing import (
+    STATUS_FAILED,
+    STATUS_NONE,
+    parse_pair,
+    parse_verdict,
+    tally,
+)
+from faithrag.types import Passage, Question, Trace
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
+    from faithrag.retrieval.retriever import Retriever
+
+DETECT_INSTRUCTION = (
+    "Two passages conflict when they state incompatible facts about the same subject, for "
+    "example different dates, numbers or names for the same event or person. Passages about "
+    "different subjects do not conflict. Find the pair of passages whose conflict is the most "
+    "evident, preferring conflicts that matter for the question.\n"
+    "Reply with one line only: \"Conflict: [i] [j]\" with the ids of the two passages in "
+    "square brackets, or \"Conflict: None\" if no two passages conflict.")
+DETECT_TOKENS = 24
+
+VALIDATE_SYSTEM = ("You settle a contradiction between two passages by checking them against "
+                   "the other retrieved passages. " + DATA_NOT_INSTRUCTIONS)
+VALIDATE_INSTRUCTION = (
+    "Passages A and B contradict each other, so one of them is false. Judge them on three "
+    "criteria:\n"
+    "1. Consistency: which one agrees with the facts stated in the other passages?\n"
+    "2. Rationality: which one is coherent and plausible in itself (dates in order, numbers "
+    "that fit)?\n"
+    "3. Relevance: which one addresses the question?\n"
+    "The passage that does worse on these criteria is the false one.\n"
+    "Reply in exactly two lines:\n"
+    "Reason: <one or two sentences>\n"
+    "False passage: <A or B>")
+PAIR_LABELS = ("A", "B")
+MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
+
+
+def _render_labelled(labelled: list[tuple[str, str, str]]) -> str:
+    """Passages with explicit ids (label, title, text), delimited like render_passages."""
+    parts = []
+    for label, title, text in labelled:
+        head = f'<passage id="{label}"' + (f' title="{title}"' if title else "") + ">"
+        parts.append(f"{head}\n{text.strip()}\n</passage>")
+    return "\n".join(parts)
+
+
+class CrossValidatedReranker:
+    name = "crossval"
+
+    def __init__(self, llm: LLM, ranker: ListwiseRanker, max_rounds: int = 2,
+                 passage_tokens: int = 400, reason_tokens: int = 160):
+        if max_rounds < 0:
+            raise ValueError("max_rounds must be >= 0")
+        self.llm = llm
+        self.ranker = ranker
+        self.max_rounds = max_rounds
+        self.passage_tokens = passage_tokens
+        self.reason_tokens = reason_tokens
+
+    # ------------------------------------------------------------------ prompts
+    def _cut(self, passage: Passage) -> str:
+        return cut_text(self.llm, passage.text, self.passage_tokens)
+
+    def _validate_render(self, question: Question, titles: list[str]):
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            pair = [(label, titles[i], texts[i]) for i, label in enumerate(PAIR_LABELS)
+                    if i < len(texts)]
+            others = texts[2:]
+            reference = (render_passages(others, titles[2:]) if others else "(none)")
+            user = (f"Question: {question.text.strip()}\n\n"
+                    f"Conflicting passages:\n{_render_labelled(pair)}\n\n"
+                    f"Other passages, for cross-checking:\n{reference}\n\n"
+                    f"{VALIDATE_INSTRUCTION}")
+            return (Message("system", VALIDATE_SYSTEM), Message("user", user))
+        return render
+
+    # ------------------------------------------------------------------ stage
+    def rerank(self, question: Question, passages: list[Passage], trace: Trace) -> RerankResult:
+        remaining = list(passages)
+        removed: list[RemovedPassage] = []
+        ready: tuple[list[Passage], str] | None = None  # a ranking reply made beside detection
+        cleared: list[tuple[Passage, Passage]] = []  # pairs the cross-validation found consistent
+        for round_number in range(1, self.max_rounds + 1):
+            visible = remaining[: self.ranker.window]
+            if len(visible) < MIN_PASSAGES_PER_ROUND:
+                break
+            pair, ready = self._detect(question, visible, len(remaining) <= self.ranker.window,
+                                       cleared, round_number, trace)
+            if pair is None:
+                break
+            status, verdict = self._cross_validate(question, visible, pair, round_number, trace)
+            if status == STATUS_NONE:  # a false detection: ask for another pair next round
+                cleared.append(pair)
+                continue
+            if verdict is None:
+                break
+            false, kept, reason = verdict
+            removed.append(RemovedPassage(
+                false, f"conflicts with {kept.id}; cross-validation judged it false: {reason}"))
+            remaining = [p for p in remaining if p is not false]
+        reply = None
+        if ready is not None and len(ready[0]) == len(remaining) and all(
+                a is b for a, b in zip(ready[0], remaining)):
+            reply = ready[1]  # nothing was removed since: the ranking is already made
+        with trace.step("rerank", "crossval.rank", question=question.text,
+                        passages=[p.id for p in remaining]) as step:
+            ranked = self.ranker.rank(question, remaining, step, reply=reply)
+            step.outputs["removed"] = [[r.passage.id, r.reason] for r in removed]
+            if reply is not None:
+                step.outputs["reply"] = "generated with the last detection (same passages)"
+            step.decision = (f"removed {len(removed)}, ranked {len(ranked)}" if removed
+                             else f"no passage removed, ranked {len(ranked)}")
+        return RerankResult(ranked, removed)
+
+    def _detect(self, question: Question, visible: list[Passage], rank_too: bool,
+                cleared: list[tuple[Passage, Passage]], round_number: int, trace: Trace
+                ) -> tuple[tuple[Passage, Passage] | None, tuple[list[Passage], str] | None]:
+        """The conflicting pair (or None); pairs in `cleared` are listed as checked, and naming
+        one again counts as no conflict. With `rank_too` (the visible passages are all that
+        remain), the final ranking request goes in the same generate() call: it shares the
+        prompt prefix, and is the answer if no passage gets removed."""
+        number = {id(p): i for i, p in enumerate(visible, 1)}
+        checked = [f"[{number[id(a)]}] [{number[id(b)]}]" for a, b in cleared
+                   if id(a) in number and id(b) in number]
+        instruction = DETECT_INSTRUCTION + (
+            f"\nThese pairs were checked and do not conflict: {'; '.join(checked)}. Name "
+            "another pair, or None." if checked else "")
+        with trace.step("rerank", "crossval.detect", round=round_number,
+                        passages=[p.id for p in visible]) as step:
+            request, shown = passages_prompt(self.llm, question, visible, self.passage_tokens,
+                                             lambda n: instruction, DETECT_TOKENS, step)
+            requests = [replace(request, purpose="detect_conflict")]
+            if rank_too:
+                requests.append(self.ranker.window_request(question, visible, step))
+            replies = [c.text for c in generate(self.llm, requests, step)]
+            raw = replies[0]
+            parsed = parse_pair(raw, shown)
+            pair = None if parsed.pair is None else (visible[parsed.pair[0]],
+                                                     visible[parsed.pair[1]])
+            repeated = pair is not None and any({id(p) for p in pair} == {id(a), id(b)}
+                                                for a, b in cleared)
+            step.outputs = {"pair": [p.id for p in pair] if pair else None,
+                            "status": parsed.status, "parse": tally([parsed]), "raw": raw}
+            if repeated:
+                step.decision = "named a pair already found consistent: no conflict taken"
+                pair = None
+            elif pair:
+                step.decision = f"conflict between {pair[0].id} and {pair[1].id}"
+            elif parsed.status == STATUS_NONE:
+                step.decision = "no conflict"
+            else:
+                step.decision = "unreadable reply: no conflict taken, rounds end"
+            return pair, ((list(visible), replies[1]) if rank_too else None)
+
+    def _cross_validate(self, question: Question, visible: list[Passage],
+                        pair: tuple[Passage, Passage], round_number: int, trace: Trace
+                        ) -> tuple[str, tuple[Passage, Passage, str] | None]:
+        """(verdict status, (false, kept, reason) when one side was judged false)."""
+        # the pair in the incoming order, so that A is the one the retriever ranked higher
+        position = {id(p): i for i, p in enumerate(visible)}
+        a, b = sorted(pair, key=lambda p: position[id(p)])
+        others = [p for p in visible if p is not a and p is not b]
+        ordered = [a, b, *others]
+        with trace.step("rerank", "crossval.validate", round=round_number,
+                        pair=[a.id, b.id], references=[p.id for p in others]) as step:
+            fitted = fit_evidence(self.llm, self._validate_render(question,
+                                                                  [p.title for p in ordered]),
+                                  [self._cut(p) for p in ordered], self.reason_tokens)
+            step.warnings.extend(fitted.warnings)
+            request = GenerationRequest(fitted.messages, max_tokens=self.reason_tokens,
+                                        purpose="cross_validate")
+            raw = generate(self.llm, [request], step)[0].text
+            parsed = parse_verdict(raw)
+            step.outputs = {"A": a.id, "B": b.id, "status": parsed.status,
+                            "parse": tally([parsed]), "reason": parsed.reason, "raw": raw}
+            if parsed.status == STATUS_NONE:
+                step.decision = "no real conflict: nothing removed"
+                return parsed.status, None
+            if parsed.status == STATUS_FAILED:
+                step.decision = "unreadable verdict: nothing removed, rounds end"
+                return parsed.status, None
+            false, kept = (a, b) if parsed.false_label == "A" else (b, a)
+            step.outputs.update({"false": false.id, "kept": kept.id})
+            step.decision = f"removed {false.id} (kept {kept.id})"
+            return parsed.status, (false, kept, parsed.reason or "(no reason given)")
+
+
+def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
+                   ) -> CrossValidatedReranker:
+    r = config.rerank
+    return CrossValidatedReranker(llm, ranker_from_config(llm, config), max_rounds=r.max_rounds,
+                                  passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens)

@@ -1,0 +1,106 @@
+"""CSRAG: conflict-suppressed decoding (context vs. the model's memory).
+
+1. facts: the model lists what it believes about the question, before seeing the context;
+2. paraphrase: two rewrites of each passage are appended to the context (cached per passage);
+3. decode with `logits += alpha·[t ∈ T_p] + beta·[t ∈ T_c]` at every step, T_p the content
+   tokens of the facts and T_c those of the enhanced context.
+
+The answer step is the paper's CoT-JSON prompt for multiple choice (or, in `choices` mode, the
+options scored with the same bias), and the plain short-answer prompt for free-form questions.
+"""
+
+from __future__ import annotations
+
+from faithrag.config import CSRAGConfig
+from faithrag.llm.base import LLM, TokenBias
+from faithrag.methods.choice_scoring import answer_by_scoring
+from faithrag.methods.cot_json import answer_json
+from faithrag.methods.csrag.cache import JsonCache
+from faithrag.methods.csrag.facts import extract_facts
+from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
+from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
+from faithrag.methods.vanilla import answer_plain
+from faithrag.types import Answer, Passage, Question, Step, Trace
+
+
+def enhanced_context(passages: list[Passage], paraphrases: list[Paraphrases]) -> list[Passage]:
+    """The original passages first, then every paraphrase (so truncation drops rewrites first)."""
+    extra = []
+    for passage, para in zip(passages, paraphrases):
+        for j, text in enumerate(para.texts, 1):
+            title = f"{passage.title} (paraphrase {j})" if passage.title else f"paraphrase {j}"
+            extra.append(Passage(f"{passage.id}#paraphrase{j}", text, title, passage.source,
+                                 meta={"paraphrase_of": passage.id}))
+    return list(passages) + extra
+
+
+class CSRAG:
+    name = "csrag"
+
+    def __init__(self, llm: LLM, config: CSRAGConfig | None = None, max_tokens: int = 256,
+                 answer_tokens: int = 48, paraphraser: Paraphraser | None = None,
+                 facts_cache: JsonCache | None = None):
+        self.llm = llm
+        self.config = config or CSRAGConfig()
+        self.max_tokens = max_tokens
+        self.answer_tokens = answer_tokens
+        self.paraphraser = paraphraser or Paraphraser(llm, self.config.paraphrase_tokens)
+        self.facts_cache = facts_cache
+
+    def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
+        cfg = self.config
+        with trace.step("facts", self.name, question=question.text) as step:
+            facts = extract_facts(self.llm, question, step, cfg.fact_tokens, self.facts_cache)
+            step.outputs.update({"facts": facts.items,
+                                 "parse_status": "ok" if facts.parsed else "failed"})
+            if not facts.parsed:
+                step.warnings.append("no fact list in the output: nothing is suppressed")
+
+        context = list(passages)
+        if cfg.enhance_context and passages:
+            with trace.step("paraphrase", self.name, passages=[p.id for p in passages]) as step:
+                paraphrases = self.paraphraser.paraphrase(passages, step)
+                context = enhanced_context(passages, paraphrases)
+                step.outputs = {
+                    "paraphrases": {p.id: para.texts for p, para in zip(passages, paraphrases)},
+                    "status": {p.id: para.status for p, para in zip(passages, paraphrases)},
+                    "cached": sum(para.cached for para in paraphrases),
+                    "failed": sum(para.status == "failed" for para in paraphrases)}
+
+        with trace.step("bias", self.name, alpha=cfg.alpha, beta=cfg.beta,
+                        filter_stopwords=cfg.filter_stopwords) as step:
+            parametric = content_token_ids(self.llm, facts.text, cfg.filter_stopwords)
+            evidence = content_token_ids(self.llm, "\n".join(p.text for p in context),
+                                         cfg.filter_stopwords)
+            bias = csrag_bias(parametric, evidence, cfg.alpha, cfg.beta)
+            step.outputs = {
+                "parametric_tokens": len(parametric), "context_tokens": len(evidence),
+                "overlap": len(parametric & evidence),
+                "parametric_only": decode_ids(self.llm, parametric - evidence),
+                "context_sample": decode_ids(self.llm, evidence - parametric)}
+
+        with trace.step("generate", self.name, question=question.text,
+                        passages=[p.id for p in context]) as step:
+            answer = self._answer(question, context, bias, step)
+            if cfg.probe_choices and question.choices:
+                step.outputs["choice_probabilities"] = self._probe(question, context, bias, step)
+            step.outputs.update({"answer": answer.text, "reason": answer.reason,
+                                 "parse_status": answer.parse_status})
+        return answer
+
+    def _answer(self, question: Question, context: list[Passage], bias: TokenBias,
+                step: Step) -> Answer:
+        if not question.choices:
+            return answer_plain(self.llm, question, context, step, self.answer_tokens, bias)
+        if self.config.answer_mode == "choices":
+            return answer_by_scoring(self.llm, question, context, step, bias)
+        return answer_json(self.llm, question, context, step, self.max_tokens, bias)
+
+    def _probe(self, question: Question, context: list[Passage], bias: TokenBias,
+               step: Step) -> dict[str, dict[str, float]]:
+        """Option probabilities with and without the bias (the paper's Figure 3)."""
+        out = {}
+        for label, b in (("without_bias", None), ("with_bias", bias)):
+            scored = answer_by_scoring(self.llm, question, context, step, b)
+            out[label] = scored.meta["choice_probabilities"]
+        return out

@@ -1,0 +1,260 @@
+import json
+
+import pytest
+
+from faithrag.cli import main
+from faithrag.config import Config
+from faithrag.errors import ConfigError, ModelNotFoundError
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import build_generator, build_verifier
+from faithrag.methods.antisyco import AntiSycophancyVerifier
+from faithrag.pipeline import Pipeline
+from faithrag.retrieval import Index, InMemoryRetriever
+from faithrag.types import Answer, Passage, Question, Trace
+
+KB = [Passage("kb1", "Penicillin was discovered in 1928 by Alexander Fleming in London.",
+              "Penicillin"),
+      Passage("kb2", "Paris is the capital of France.", "France"),
+      Passage("kb3", "Louis Pasteur, a French chemist, died in 1895.", "Pasteur")]
+POISON = [Passage("r1", "Penicillin was discovered by Louis Pasteur.", "History")]
+QUESTION = Question("Who discovered penicillin?")
+
+GOOD_REFLECTION = {"relevance": "RELEVANCE: RELEVANT\nSCORE: 0.9",
+                   "support": "SUPPORT: SUPPORTED"}
+BAD_REFLECTION = {"relevance": "RELEVANCE: IRRELEVANT\nSCORE: 0.1",
+                  "support": "SUPPORT: UNSUPPORTED"}
+
+
+class Scripted(FakeLLM):
+    """Replies by request purpose; records how many requests each generate() call carried."""
+
+    def __init__(self, replies):
+        super().__init__(lambda request: replies[request.purpose])
+        self.batches = []
+
+    def generate(self, requests):
+        self.batches.append([r.purpose for r in requests])
+        return super().generate(requests)
+
+
+def replies(**overrides):
+    base = {"answer": "Louis Pasteur", **GOOD_REFLECTION,
+            "claims": "- Louis Pasteur discovered penicillin.",
+            "contradiction": "ANSWER: NOT STATED",
+            "repair": "Alexander Fleming", "fallback": "Alexander Fleming"}
+    return {**base, **overrides}
+
+
+def verifier(llm, **kwargs):
+    # FakeLLM tokens are bytes: give the judgements room for a two-line reply
+    return AntiSycophancyVerifier(llm, InMemoryRetriever(KB), judge_tokens=64, **kwargs)
+
+
+def verify(llm, draft="Louis Pasteur", passages=POISON, question=QUESTION, **kwargs):
+    trace = Trace()
+    answer = verifier(llm, **kwargs).verify(question, passages, Answer(draft), trace)
+    return answer, trace
+
+
+def test_pass_keeps_the_draft_and_batches_the_reflection():
+    llm = Scripted(replies(answer="Alexander Fleming", contradiction="ANSWER: Alexander Fleming"))
+    answer, trace = verify(llm, draft="Alexander Fleming")
+    assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "PASS"
+    assert ["relevance", "support"] in llm.batches  # two independent judgements, one call
+    assert not any("repair" in b or "fallback" in b for b in llm.batches)
+    assert [s.name for s in trace.steps] == ["antisyco/reflect", "antisyco/claims",
+                                             "antisyco/falsify", "antisyco/decide"]
+    assert trace.steps[-1].decision == "PASS"
+    assert answer.meta["claims"][0]["verdict"] == "CONSISTENT"
+    assert answer.meta["unparsable"] == 0
+
+
+def test_contradicted_claim_is_repaired_from_the_trusted_passages_only():
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
+    answer, trace = verify(llm)
+    assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "REPAIR"
+    assert answer.meta["draft"] == "Louis Pasteur"
+    check = answer.meta["claims"][0]
+    assert check["score"] == 1.0 and check["reference"] == "Alexander Fleming"
+    assert "kb1" in check["evidence"]
+    repair = next(c for c in llm.calls if c.purpose == "repair").messages[-1].content
+    assert "Alexander Fleming" in repair and POISON[0].text not in repair
+    assert any("contradicted" in r for r in answer.meta["reasons"])
+    assert trace.steps[-1].llm_calls[0].purpose == "repair"
+
+
+def test_claims_are_checked_in_one_batched_call_against_their_own_anti_context():
+    llm = Scripted(replies(claims="- Louis Pasteur discovered penicillin.\n- Paris is in France.",
+                           contradiction="ANSWER: NOT STATED"))
+    answer, _ = verify(llm)
+    assert ["contradiction", "contradiction"] in llm.batches
+    assert [c["claim"] for c in answer.meta["claims"]] == [
+        "Louis Pasteur discovered penicillin.", "Paris is in France."]
+    assert answer.meta["claims"][1]["evidence"][0] == "kb2"
+    assert answer.meta["decision"] == "PASS"  # NOT STATED contradicts nothing
+
+
+def test_irrelevant_and_unsupported_falls_back_without_the_retrieved_passages():
+    llm = Scripted(replies(**BAD_REFLECTION))
+    answer, _ = verify(llm)
+    assert answer.meta["decision"] == "FALLBACK" and answer.text == "Alexander Fleming"
+    fallback = next(c for c in llm.calls if c.purpose == "fallback").messages[-1].content
+    assert "<passage" not in fallback and QUESTION.text in fallback
+
+
+def test_repair_goes_before_fallback():
+    llm = Scripted(replies(**BAD_REFLECTION, contradiction="ANSWER: Alexander Fleming"))
+    assert verify(llm)[0].meta["decision"] == "REPAIR"
+
+
+def test_an_answer_the_knowledge_base_does_not_hold_contradicts_nothing():
+    llm = Scripted(replies(contradiction="ANSWER: Marie Curie"))  # not in the anti-context
+    answer, _ = verify(llm)
+    assert answer.meta["decision"] == "PASS"
+    assert answer.meta["claims"][0]["verdict"] == "UNRELATED"
+
+
+def test_thresholds_come_from_the_config(tmp_path):
+    (tmp_path / "kb.md").write_text(" ".join(p.text for p in KB))
+    judge = replies(**BAD_REFLECTION, contradiction="VERDICT: CONTRADICTED\nSCORE: 0.6")
+
+    def decide(**settings):
+        config = Config.load(None, {"antisyco.kb": str(tmp_path), "antisyco.judge_tokens": 64,
+                                    "antisyco.contradiction": "judge",
+                                    **{f"antisyco.{k}": v for k, v in settings.items()}})
+        stage = build_verifier("antisyco", Scripted(judge), config)
+        return stage.verify(QUESTION, POISON, Answer("Louis Pasteur"), Trace()).meta["decision"]
+
+    assert decide() == "REPAIR"
+    assert decide(contradiction_threshold=0.7) == "FALLBACK"
+    assert decide(contradiction_threshold=0.7, relevance_threshold=0.05) == "PASS"
+
+
+def test_unreadable_judgements_are_counted_and_never_intervene():
+    llm = Scripted(replies(relevance="hmm", support="I think so", claims="***",
+                           contradiction="VERDICT: maybe"))
+    answer, trace = verify(llm, contradiction="judge")
+    assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
+    assert answer.meta["unparsable"] == 5
+    assert answer.meta["unparsable_fields"] == [
+        "relevance label", "relevance score", "support label", "claim list",
+        "claim 1 contradiction"]
+    assert answer.meta["claims"][0]["claim"] == (
+        'The answer to "Who discovered penicillin?" is Louis Pasteur.')
+    assert len(trace.warnings) == 5 and any("unreadable" in r for r in answer.meta["reasons"])
+
+
+def test_unreadable_reference_answer_is_counted():
+    answer, _ = verify(Scripted(replies(contradiction="...")))
+    assert answer.meta["unparsable_fields"] == ["claim 1 contradiction"]
+    assert answer.meta["claims"][0]["score"] is None
+
+
+def test_without_retrieved_passages_reflection_needs_no_llm_call():
+    llm = Scripted(replies())
+    answer, trace = verify(llm, passages=[])
+    assert not trace.steps[0].llm_calls
+    assert answer.meta["relevance"] == 0.0 and answer.meta["support"] == "UNSUPPORTED"
+    assert answer.meta["decision"] == "FALLBACK"
+
+
+def test_multiple_choice_repair_names_an_option():
+    question = Question("Who discovered penicillin?",
+                        choices=["Louis Pasteur", "Alexander Fleming"])
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming", repair="B"))
+    answer, _ = verify(llm, question=question)
+    assert answer.choice_index == 1 and answer.text == "Alexander Fleming"
+
+
+def test_factory_needs_a_separate_trusted_knowledge_base(tmp_path):
+    with pytest.raises(ConfigError, match="trusted knowledge base"):
+        build_verifier("antisyco", FakeLLM(), Config())
+    index = Index.build(KB, tmp_path / "idx")
+    config = Config.load(None, {"antisyco.kb": str(tmp_path / "idx")})
+    with pytest.raises(ConfigError, match="is the index being verified"):
+        build_verifier("antisyco", FakeLLM(), config, index)
+    with pytest.raises(ConfigError, match="not found"):
+        build_verifier("antisyco", FakeLLM(), Config.load(None, {"antisyco.kb": "/nonexistent"}))
+    stage = build_verifier("antisyco", FakeLLM(), config, InMemoryRetriever(POISON))
+    assert stage.knowledge_base.retrieve("Fleming", 1)[0].id == "kb1"
+
+
+def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
+    (tmp_path / "kb.md").write_text(KB[0].text)
+    config = Config.load(None, {"antisyco.kb": str(tmp_path), "antisyco.judge_tokens": 64,
+                                "pipeline.verify": "antisyco"})
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
+    retriever = InMemoryRetriever(POISON)
+    pipeline = Pipeline(build_generator("vanilla", llm, config, retriever), retriever,
+                        verifier=build_verifier("antisyco", llm, config, retriever))
+    result = pipeline.run(QUESTION)
+    assert result.answer.text == "Alexander Fleming"
+    assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4
+    assert result.trace.totals()["llm_calls"] == 6  # draft, 2 reflection, claims, 1 check, repair
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_scenarios_with_the_default_model():
+    """The four hand-written scenarios with the real default model (one thread): the decisions a
+    working verifier must make, and the right final answers."""
+    from faithrag.eval.scenarios import load_scenarios, render_outcome, run_scenario
+    from faithrag.llm import load_llm
+    from faithrag.llm.models import resolve_model
+
+    try:
+        resolve_model("default")
+    except ModelNotFoundError as exc:
+        pytest.skip(f"default model not assembled ({exc.message}); run `make models`")
+    config = Config.load(None, {"llm.model": "default", "llm.n_threads": 1, "use_cache": False})
+    llm = load_llm(config.llm)
+    outcomes = [run_scenario(s, llm, config) for s in load_scenarios()]
+    report = "\n".join(render_outcome(o) for o in outcomes)
+    for outcome in outcomes:
+        assert outcome.decision in outcome.scenario.decisions, report
+        assert outcome.answer_ok, report
+    poisoned = [o for o in outcomes if o.scenario.poison]
+    assert all(o.scenario.poison in o.draft for o in poisoned), (
+        "the scenarios no longer trap the draft; make their corpora more convincing\n" + report)
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/history.md").write_text(POISON[0].text)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb/fleming.md").write_text(KB[0].text)
+    (tmp_path / "fake.toml").write_text('[llm]\nbackend = "fake"\n')
+    (tmp_path / "set.jsonl").write_text(json.dumps({
+        "id": "s::0", "question": QUESTION.text, "answer": "Alexander Fleming",
+        "context": POISON[0].text}) + "\n")
+    return tmp_path
+
+
+def test_cli_ask_and_eval_take_verify_antisyco_with_kb(cli_files, capsys):
+    """(bench shares eval's options and pipeline builder.)"""
+    fake = ["--config", str(cli_files / "fake.toml"), "--verify", "antisyco"]
+    assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake]) == 2
+    assert "--kb" in capsys.readouterr().err  # the hint says how to give the trusted source
+    kb = ["--kb", str(cli_files / "kb")]
+    assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake, *kb,
+                 "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["trace"]["steps"]
+    assert [s["name"] for s in steps][-1] == "antisyco/decide"
+    out = cli_files / "run"
+    assert main(["eval", "--file", str(cli_files / "set.jsonl"), *fake, *kb, "--out", str(out),
+                 "--no-progress"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["verify"] == "antisyco"
+    assert manifest["config"]["antisyco"]["kb"] == str(cli_files / "kb")
+    record = json.loads((out / "results.jsonl").read_text())
+    assert record["extra"]["decision"] == "PASS"
+
+
+@pytest.mark.model
+def test_cli_ask_verify_antisyco_with_the_tiny_model(cli_files, capsys):
+    assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), "--verify",
+                 "antisyco", "--kb", str(cli_files / "kb"), "--model", "tiny", "--threads", "1",
+                 "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "verify/antisyco/decide" in out and "decision: " in out

@@ -1,0 +1,235 @@
+import re
+
+import pytest
+
+from faithrag.config import Config
+from faithrag.explain import render_explanation
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import build_generator, build_reranker
+from faithrag.methods.crossval import VALIDATE_SYSTEM, CrossValidatedReranker
+from faithrag.methods.listwise import PASSAGES_SYSTEM, ListwiseRanker
+from faithrag.pipeline import Pipeline
+from faithrag.types import Passage, Question, Trace
+
+PASSAGE = re.compile(r'<passage id="(\w+)">\n(.*?)\n</passage>', re.DOTALL)
+QUESTION = Question("When did the Aldermoor Bridge open?")
+
+
+def bridge_passages():
+    return [Passage("history", "The Aldermoor Bridge opened in 1887."),
+            Passage("blog", "The Aldermoor Bridge opened in 1921."),
+            Passage("survey", "The bridge has carried traffic since 1887."),
+            Passage("walk", "Walkers cross the bridge, opened 1887, to the mill.")]
+
+
+class Script:
+    """A FakeLLM responder: detection names the first two passages that disagree on the year
+    (or None), cross-validation calls false the side whose year fewer reference passages share,
+    ranking keeps the prompt order. Every reply can be overridden."""
+
+    def __init__(self, detect=None, validate=None, rank=None):
+        self.detect, self.validate, self.rank = detect, validate, rank
+        self.seen: dict[str, list[str]] = {"detect": [], "validate": [], "rank": []}
+
+    def __call__(self, request):
+        system, user = request.messages[0].content, request.messages[-1].content
+        shown = PASSAGE.findall(user)
+        if system == PASSAGES_SYSTEM and request.purpose == "detect_conflict":
+            self.seen["detect"].append(user)
+            if self.detect is not None:
+                return self.detect
+            years = [(i, re.search(r"1\d{3}", t).group(0)) for i, t in shown]
+            for a, ya in years:
+                for b, yb in years:
+                    if ya != yb:
+                        return f"Conflict: [{a}] [{b}]"
+            return "Conflict: None"
+        if system == VALIDATE_SYSTEM:
+            self.seen["validate"].append(user)
+            if self.validate is not None:
+                return self.validate
+            year = {i: re.search(r"1\d{3}", t).group(0) for i, t in shown}
+            support = {label: sum(year[label] == y for i, y in year.items() if i not in "AB")
+                       for label in "AB"}
+            false = min("AB", key=lambda label: support[label])
+            return f"Reason: {false} disagrees with the other passages.\nFalse passage: {false}"
+        assert system == PASSAGES_SYSTEM and request.purpose == "rank"
+        self.seen["rank"].append(user)
+        return self.rank if self.rank is not None else " > ".join(f"[{i}]" for i, _ in shown)
+
+
+def crossval(script, max_rounds=2, window=20, step=10):
+    llm = FakeLLM(script)
+    return CrossValidatedReranker(llm, ListwiseRanker(llm, window=window, step=step),
+                                  max_rounds=max_rounds), llm
+
+
+def test_conflict_found_removes_the_false_side_with_its_reason():
+    script = Script()
+    reranker, _ = crossval(script)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    reason = result.removed[0].reason
+    assert "conflicts with history" in reason and "disagrees with the other passages" in reason
+    assert [p.id for p in result.passages] == ["history", "survey", "walk"]
+    names = [s.name for s in trace.steps]
+    assert names == ["crossval.detect", "crossval.validate", "crossval.detect", "crossval.rank"]
+    detect, validate = trace.steps[0], trace.steps[1]
+    assert detect.outputs["pair"] == ["history", "blog"]
+    assert validate.outputs["false"] == "blog" and validate.outputs["kept"] == "history"
+    assert validate.decision == "removed blog (kept history)"
+    assert trace.steps[2].decision == "no conflict"
+    assert trace.steps[-1].outputs["removed"] == [["blog", reason]]
+    # the pair is shown as A and B beside the references, which keep numeric ids
+    assert [i for i, _ in PASSAGE.findall(script.seen["validate"][0])] == ["A", "B", "1", "2"]
+
+
+def test_verdict_a_removes_the_higher_ranked_side():
+    script = Script(validate="Reason: A contradicts the survey.\nFalse passage: A")
+    reranker, _ = crossval(script, max_rounds=1)
+    result = reranker.rerank(QUESTION, bridge_passages(), Trace())
+    assert [r.passage.id for r in result.removed] == ["history"]
+    assert "conflicts with blog" in result.removed[0].reason
+
+
+def test_no_conflict_removes_nothing():
+    script = Script(detect="Conflict: None")
+    reranker, llm = crossval(script)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == [] and len(result.passages) == 4
+    assert [s.name for s in trace.steps] == ["crossval.detect", "crossval.rank"]
+    assert script.seen["validate"] == [] and len(llm.calls) == 2
+    # the final ranking was requested beside the detection, sharing its prompt prefix, and used
+    detect, rank = llm.calls
+    assert [c.purpose for c in trace.steps[0].llm_calls] == ["detect_conflict", "rank"]
+    assert trace.steps[1].llm_calls == [] and "reply" in trace.steps[1].outputs
+    assert detect.messages[0] == rank.messages[0]
+    shared = detect.messages[1].content.split("</passage>\n\n")[0]
+    assert rank.messages[1].content.startswith(shared) and shared.count("<passage") == 4
+
+
+def test_rounds_are_bounded():
+    always = Script(detect="Conflict: [1] [2]",
+                    validate="Reason: B is odd.\nFalse passage: B")
+    reranker, _ = crossval(always, max_rounds=2)
+    passages = [Passage(f"p{i}", f"Passage {i} says 1887.") for i in range(6)]
+    trace = Trace()
+    result = reranker.rerank(QUESTION, passages, trace)
+    assert [r.passage.id for r in result.removed] == ["p1", "p2"]
+    assert len(always.seen["detect"]) == 2
+    assert len(trace.steps[-1].llm_calls) == 1  # passages changed since the last detection
+    assert sorted(p.id for p in result.passages + [r.passage for r in result.removed]) == \
+        sorted(p.id for p in passages)
+
+    zero = Script()
+    reranker, _ = crossval(zero, max_rounds=0)
+    assert reranker.rerank(QUESTION, bridge_passages(), Trace()).removed == []
+    assert zero.seen["detect"] == [] and len(zero.seen["rank"]) == 1
+
+
+def test_validation_can_overrule_a_false_detection_and_detection_goes_on():
+    replies = iter(["Conflict: [1] [3]", "Conflict: [1] [2]"])
+    verdicts = iter(["Reason: both say 1887.\nFalse passage: None",
+                     "Reason: B says 1921.\nFalse passage: B"])
+
+    class Overruled(Script):
+        def __call__(self, request):
+            if request.purpose == "detect_conflict":
+                self.seen["detect"].append(request.messages[-1].content)
+                return next(replies)
+            if request.purpose == "cross_validate":
+                return next(verdicts)
+            return super().__call__(request)
+
+    script = Overruled()
+    reranker, _ = crossval(script, max_rounds=2)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    assert trace.steps[1].decision == "no real conflict: nothing removed"
+    assert trace.steps[1].outputs["status"] == "none"
+    assert "checked and do not conflict: [1] [3]" in script.seen["detect"][1]
+    assert "checked" not in script.seen["detect"][0]
+
+
+def test_a_pair_found_consistent_and_named_again_ends_the_rounds():
+    script = Script(detect="Conflict: [3] [1]",
+                    validate="Reason: both say 1887.\nFalse passage: None")
+    reranker, _ = crossval(script, max_rounds=3)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == [] and len(script.seen["detect"]) == 2
+    assert len(script.seen["validate"]) == 1
+    assert "already found consistent" in trace.steps[2].decision
+
+
+def test_a_round_needs_a_reference_passage_beyond_the_pair():
+    always = Script(detect="Conflict: [1] [2]",
+                    validate="Reason: B is odd.\nFalse passage: B")
+    reranker, _ = crossval(always, max_rounds=5)
+    passages = [Passage(f"p{i}", f"Passage {i} says 1887.") for i in range(3)]
+    result = reranker.rerank(QUESTION, passages, Trace())
+    assert [r.passage.id for r in result.removed] == ["p1"]  # two left: no majority to ask
+    assert len(always.seen["detect"]) == 1
+
+
+@pytest.mark.parametrize("override", [{"detect": "Passages one and two, maybe."},
+                                      {"validate": "Reason: hard to say.\nFalse passage: A or B"}])
+def test_unreadable_replies_remove_nothing_and_are_counted(override):
+    script = Script(**override)
+    reranker, _ = crossval(script)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == [] and len(result.passages) == 4
+    failed = [s for s in trace.steps if s.outputs.get("parse", {}).get("failed")]
+    assert len(failed) == 1 and "unreadable" in failed[0].decision
+    assert trace.steps[-1].name == "crossval.rank"
+    assert trace.steps[-1].llm_calls == []  # nothing removed: the ranking made with detection
+
+
+def test_detection_sees_only_the_first_window_and_ranking_slides():
+    script = Script(detect="Conflict: None")
+    reranker, _ = crossval(script, window=4, step=2)
+    passages = [Passage(f"p{i}", f"Passage {i} says 1887.") for i in range(7)]
+    result = reranker.rerank(QUESTION, passages, Trace())
+    assert len(PASSAGE.findall(script.seen["detect"][0])) == 4
+    assert len(script.seen["rank"]) == 3  # spans (3,7), (1,5), (0,3)
+    assert [p.id for p in result.passages] == [p.id for p in passages]
+
+
+def test_config_registry_pipeline_and_explanation_show_the_removal():
+    config = Config.load(None, {"llm.backend": "fake", "pipeline.rerank": "crossval",
+                                "rerank.max_rounds": 1})
+    answers = FakeLLM(lambda request: "1887")
+    pipeline = Pipeline(build_generator("vanilla", answers, config),
+                        reranker=build_reranker("crossval", FakeLLM(Script()), config))
+    result = pipeline.run(QUESTION, bridge_passages())
+    assert [p.id for p in result.passages] == ["history", "survey", "walk"]
+    assert "1921" not in answers.calls[0].messages[-1].content
+    assert result.to_dict()["removed"][0]["id"] == "blog"
+    text = render_explanation(result)
+    assert "removed blog: conflicts with history" in text
+    assert "rerank/crossval.validate" in text
+
+
+@pytest.mark.model
+def test_tiny_model_end_to_end_returns_a_permutation_minus_removed(tiny_gguf):
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
+    try:
+        reranker = CrossValidatedReranker(llm, ListwiseRanker(llm, window=3, step=1),
+                                          max_rounds=1, passage_tokens=64, reason_tokens=48)
+        passages = bridge_passages()
+        trace = Trace()
+        result = reranker.rerank(QUESTION, passages, trace)
+    finally:
+        llm.close()
+    kept = [p.id for p in result.passages]
+    dropped = [r.passage.id for r in result.removed]
+    assert len(set(kept)) == len(kept) and not set(kept) & set(dropped)
+    assert sorted(kept + dropped) == sorted(p.id for p in passages)
+    assert all(r.reason for r in result.removed)
+    assert trace.steps[-1].name == "crossval.rank" and trace.totals()["llm_calls"] >= 2
