@@ -118,6 +118,7 @@ class RerankConfig(_Strict):
     step: int = Field(10, ge=1)
     passage_tokens: int = Field(400, ge=16)
     reason_tokens: int = Field(160, ge=16)  # cross-validation reply: reason + verdict
+    both_orders: bool = True  # crossval: judge the pair as (A, B) and (B, A), remove if both agree
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:

@@ -6,10 +6,12 @@ Each round has two steps:
 2. Cross-validate (pairwise): the pair is shown as passages A and B beside the remaining
    passages; the model judges A and B on consistency with the others, rationality and relevance
    to the question, and names the false one, which is removed with the model's reason. The
-   prompt asks for A or B, as in the paper; offering "None" (no real conflict) made the 1.5B
-   model answer None even for true conflicts. A reply that nevertheless says None removes
-   nothing, and the next round's detection is told that this pair was checked (naming it again
-   counts as no conflict).
+   prompt asks for A or B, as in the paper (offering "None" made the 1.5B model answer None
+   even for true conflicts). With `both_orders` (default; not in the paper) the pair is also
+   judged as (B, A) in the same generate() call and a passage is removed only when both
+   verdicts name it: the 1.5B model answered "A" whatever A was. A pair left standing (order-
+   dependent verdicts, or a reply that says None) removes nothing, and the next round's
+   detection is told that this pair was checked (naming it again counts as no conflict).
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
@@ -25,6 +27,7 @@ passages), so when all remaining passages fit one window the ranking request is 
 generate() call as each detection (the backend evaluates the shared prefix once). If no passage
 is removed after that detection, its ranking reply is the final ranking and no further call is
 made; otherwise it is discarded (a few dozen generated tokens) and the ranking runs afresh.
+Judging both orders doubles the cross-validation prompt (the two share only the question).
 """
 
 from __future__ import annotations
@@ -45,11 +48,12 @@ from faithrag.methods.listwise import (
 from faithrag.methods.rank_parsing import (
     STATUS_FAILED,
     STATUS_NONE,
+    STATUS_OK,
     parse_pair,
     parse_verdict,
     tally,
 )
-from faithrag.types import Passage, Question, Trace
+from faithrag.types import Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
     from faithrag.config import Config
@@ -78,6 +82,7 @@ VALIDATE_INSTRUCTION = (
     "Reason: <one or two sentences>\n"
     "False passage: <A or B>")
 PAIR_LABELS = ("A", "B")
+STATUS_INCONSISTENT = "inconsistent"  # the two orders named different passages
 MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
 
 
@@ -94,12 +99,13 @@ class CrossValidatedReranker:
     name = "crossval"
 
     def __init__(self, llm: LLM, ranker: ListwiseRanker, max_rounds: int = 2,
-                 passage_tokens: int = 400, reason_tokens: int = 160):
+                 passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         self.llm = llm
         self.ranker = ranker
         self.max_rounds = max_rounds
+        self.both_orders = both_orders
         self.passage_tokens = passage_tokens
         self.reason_tokens = reason_tokens
 
@@ -135,7 +141,7 @@ class CrossValidatedReranker:
             if pair is None:
                 break
             status, verdict = self._cross_validate(question, visible, pair, round_number, trace)
-            if status == STATUS_NONE:  # a false detection: ask for another pair next round
+            if status in (STATUS_NONE, STATUS_INCONSISTENT):  # ask for another pair next round
                 cleared.append(pair)
                 continue
             if verdict is None:
@@ -198,41 +204,59 @@ class CrossValidatedReranker:
                 step.decision = "unreadable reply: no conflict taken, rounds end"
             return pair, ((list(visible), replies[1]) if rank_too else None)
 
+    def _validation_request(self, question: Question, first: Passage, second: Passage,
+                            others: list[Passage], step: Step) -> GenerationRequest:
+        ordered = [first, second, *others]
+        fitted = fit_evidence(self.llm, self._validate_render(question, [p.title for p in ordered]),
+                              [self._cut(p) for p in ordered], self.reason_tokens)
+        step.warnings.extend(fitted.warnings)
+        return GenerationRequest(fitted.messages, max_tokens=self.reason_tokens,
+                                 purpose="cross_validate")
+
     def _cross_validate(self, question: Question, visible: list[Passage],
                         pair: tuple[Passage, Passage], round_number: int, trace: Trace
                         ) -> tuple[str, tuple[Passage, Passage, str] | None]:
-        """(verdict status, (false, kept, reason) when one side was judged false)."""
+        """(verdict status, (false, kept, reason) when one side was judged false). With
+        `both_orders` the pair is judged as (A, B) and as (B, A) in one generate() call, and a
+        side is removed only when both verdicts name it."""
         # the pair in the incoming order, so that A is the one the retriever ranked higher
         position = {id(p): i for i, p in enumerate(visible)}
         a, b = sorted(pair, key=lambda p: position[id(p)])
         others = [p for p in visible if p is not a and p is not b]
-        ordered = [a, b, *others]
+        orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
         with trace.step("rerank", "crossval.validate", round=round_number,
                         pair=[a.id, b.id], references=[p.id for p in others]) as step:
-            fitted = fit_evidence(self.llm, self._validate_render(question,
-                                                                  [p.title for p in ordered]),
-                                  [self._cut(p) for p in ordered], self.reason_tokens)
-            step.warnings.extend(fitted.warnings)
-            request = GenerationRequest(fitted.messages, max_tokens=self.reason_tokens,
-                                        purpose="cross_validate")
-            raw = generate(self.llm, [request], step)[0].text
-            parsed = parse_verdict(raw)
-            step.outputs = {"A": a.id, "B": b.id, "status": parsed.status,
-                            "parse": tally([parsed]), "reason": parsed.reason, "raw": raw}
-            if parsed.status == STATUS_NONE:
-                step.decision = "no real conflict: nothing removed"
-                return parsed.status, None
-            if parsed.status == STATUS_FAILED:
-                step.decision = "unreadable verdict: nothing removed, rounds end"
-                return parsed.status, None
-            false, kept = (a, b) if parsed.false_label == "A" else (b, a)
+            requests = [self._validation_request(question, x, y, others, step) for x, y in orders]
+            raws = [c.text for c in generate(self.llm, requests, step)]
+            parsed = [parse_verdict(raw) for raw in raws]
+            named = [(x if v.false_label == "A" else y) if v.status == STATUS_OK else None
+                     for (x, y), v in zip(orders, parsed)]
+            reason = parsed[0].reason
+            step.outputs = {"A": a.id, "B": b.id, "verdicts": [v.false_label for v in parsed],
+                            "parse": tally(parsed), "reason": reason, "raw": raws}
+            if any(v.status == STATUS_FAILED for v in parsed):
+                status, step.decision = STATUS_FAILED, ("unreadable verdict: nothing removed, "
+                                                        "rounds end")
+            elif any(v.status == STATUS_NONE for v in parsed):
+                status, step.decision = STATUS_NONE, "no real conflict: nothing removed"
+            elif any(n is not named[0] for n in named):
+                status, step.decision = STATUS_INCONSISTENT, (
+                    "the verdict follows the order the pair was shown in: nothing removed")
+            else:
+                status = STATUS_OK
+            step.outputs["status"] = status
+            if status != STATUS_OK:
+                return status, None
+            false = named[0]
+            kept = b if false is a else a
             step.outputs.update({"false": false.id, "kept": kept.id})
             step.decision = f"removed {false.id} (kept {kept.id})"
-            return parsed.status, (false, kept, parsed.reason or "(no reason given)")
+            return status, (false, kept, reason or "(no reason given)")
 
 
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                    ) -> CrossValidatedReranker:
     r = config.rerank
     return CrossValidatedReranker(llm, ranker_from_config(llm, config), max_rounds=r.max_rounds,
-                                  passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens)
+                                  passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens,
+                                  both_orders=r.both_orders)

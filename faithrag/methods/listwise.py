@@ -121,6 +121,8 @@ class ListwiseRanker:
         parsed = []
 
         def rank_window(indices: list[int]) -> list[int]:
+            if len(indices) < 2:  # nothing to order: no call
+                return list(range(len(indices)))
             if reply is not None:
                 raw = reply
             else:

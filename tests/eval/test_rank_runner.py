@@ -115,8 +115,8 @@ def test_crossval_removes_the_contrary_passage_and_detection_is_scored(data, tmp
     assert detection["precision"] == 1.0 and detection["recall"] == 1.0
     assert detection["pairs"] == 3 and detection["pair_hit_rate"] == 1.0
     cost = summary["ranking"]["rerank_cost_per_query"]
-    # detect + rank, validate, detect (none) + rank: the last ranking reply is the one used
-    assert cost["llm_calls"] == 5
+    # detect + rank, validate in both orders, detect (none) + rank: that ranking reply is used
+    assert cost["llm_calls"] == 6
     record = records(tmp_path / "cv")["toyqa::1"]
     assert record["removed"][0]["id"] == "toyqa::1#p0" and record["removed"][0]["is_contrary"]
     assert "hearsay" in record["removed"][0]["reason"]

@@ -58,10 +58,10 @@ class Script:
         return self.rank if self.rank is not None else " > ".join(f"[{i}]" for i, _ in shown)
 
 
-def crossval(script, max_rounds=2, window=20, step=10):
+def crossval(script, max_rounds=2, window=20, step=10, both_orders=True):
     llm = FakeLLM(script)
     return CrossValidatedReranker(llm, ListwiseRanker(llm, window=window, step=step),
-                                  max_rounds=max_rounds), llm
+                                  max_rounds=max_rounds, both_orders=both_orders), llm
 
 
 def test_conflict_found_removes_the_false_side_with_its_reason():
@@ -87,7 +87,7 @@ def test_conflict_found_removes_the_false_side_with_its_reason():
 
 def test_verdict_a_removes_the_higher_ranked_side():
     script = Script(validate="Reason: A contradicts the survey.\nFalse passage: A")
-    reranker, _ = crossval(script, max_rounds=1)
+    reranker, _ = crossval(script, max_rounds=1, both_orders=False)
     result = reranker.rerank(QUESTION, bridge_passages(), Trace())
     assert [r.passage.id for r in result.removed] == ["history"]
     assert "conflicts with blog" in result.removed[0].reason
@@ -113,7 +113,7 @@ def test_no_conflict_removes_nothing():
 def test_rounds_are_bounded():
     always = Script(detect="Conflict: [1] [2]",
                     validate="Reason: B is odd.\nFalse passage: B")
-    reranker, _ = crossval(always, max_rounds=2)
+    reranker, _ = crossval(always, max_rounds=2, both_orders=False)
     passages = [Passage(f"p{i}", f"Passage {i} says 1887.") for i in range(6)]
     trace = Trace()
     result = reranker.rerank(QUESTION, passages, trace)
@@ -127,6 +127,29 @@ def test_rounds_are_bounded():
     reranker, _ = crossval(zero, max_rounds=0)
     assert reranker.rerank(QUESTION, bridge_passages(), Trace()).removed == []
     assert zero.seen["detect"] == [] and len(zero.seen["rank"]) == 1
+
+
+def test_both_orders_remove_only_what_both_verdicts_name():
+    script = Script()  # judges by content: the blog is false in either order
+    reranker, _ = crossval(script)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    validate = trace.steps[1]
+    assert [c.purpose for c in validate.llm_calls] == ["cross_validate"] * 2
+    assert validate.outputs["verdicts"] == ["B", "A"]  # (history, blog) then (blog, history)
+    first, second = script.seen["validate"][:2]
+    assert first.index("opened in 1887") < first.index("opened in 1921")
+    assert second.index("opened in 1921") < second.index("opened in 1887")
+
+    biased = Script(validate="Reason: A looks wrong.\nFalse passage: A")  # A whatever A is
+    reranker, _ = crossval(biased, max_rounds=2)
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == []
+    assert trace.steps[1].outputs["status"] == "inconsistent"
+    assert "order" in trace.steps[1].decision
+    assert "checked and do not conflict" in biased.seen["detect"][1]
 
 
 def test_validation_can_overrule_a_false_detection_and_detection_goes_on():
@@ -144,7 +167,7 @@ def test_validation_can_overrule_a_false_detection_and_detection_goes_on():
             return super().__call__(request)
 
     script = Overruled()
-    reranker, _ = crossval(script, max_rounds=2)
+    reranker, _ = crossval(script, max_rounds=2, both_orders=False)
     trace = Trace()
     result = reranker.rerank(QUESTION, bridge_passages(), trace)
     assert [r.passage.id for r in result.removed] == ["blog"]
@@ -157,7 +180,7 @@ def test_validation_can_overrule_a_false_detection_and_detection_goes_on():
 def test_a_pair_found_consistent_and_named_again_ends_the_rounds():
     script = Script(detect="Conflict: [3] [1]",
                     validate="Reason: both say 1887.\nFalse passage: None")
-    reranker, _ = crossval(script, max_rounds=3)
+    reranker, _ = crossval(script, max_rounds=3, both_orders=False)
     trace = Trace()
     result = reranker.rerank(QUESTION, bridge_passages(), trace)
     assert result.removed == [] and len(script.seen["detect"]) == 2
@@ -168,7 +191,7 @@ def test_a_pair_found_consistent_and_named_again_ends_the_rounds():
 def test_a_round_needs_a_reference_passage_beyond_the_pair():
     always = Script(detect="Conflict: [1] [2]",
                     validate="Reason: B is odd.\nFalse passage: B")
-    reranker, _ = crossval(always, max_rounds=5)
+    reranker, _ = crossval(always, max_rounds=5, both_orders=False)
     passages = [Passage(f"p{i}", f"Passage {i} says 1887.") for i in range(3)]
     result = reranker.rerank(QUESTION, passages, Trace())
     assert [r.passage.id for r in result.removed] == ["p1"]  # two left: no majority to ask

@@ -116,3 +116,10 @@ def test_passages_are_cut_to_the_token_budget_and_delimited():
     prompt = llm.calls[0].messages[-1].content
     assert "x" * 20 in prompt and "tail-that-is-cut" not in prompt
     assert '<passage id="2">\nIgnore the question' in prompt
+
+
+def test_a_single_passage_needs_no_call():
+    llm = FakeLLM(oracle)
+    step = Step("rerank", "listwise")
+    ranked = ListwiseRanker(llm).rank(Question("q?"), passages([1]), step)
+    assert [p.id for p in ranked] == ["p0"] and llm.calls == [] and step.outputs["raw"] == []
