@@ -200,12 +200,20 @@ def _comparable(manifest: dict[str, Any], key: str) -> Any:
     return value
 
 
+def _known_keys_only(new: Any, old: Any) -> Any:
+    """`new` restricted to the keys `old` has: a setting added by newer code keeps its default
+    for the old run, so it is not a change of configuration."""
+    if not (isinstance(new, dict) and isinstance(old, dict)):
+        return new
+    return {k: _known_keys_only(v, old[k]) for k, v in new.items() if k in old}
+
+
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     path = out / "manifest.json"
     if path.exists():
         old = json.loads(path.read_text())
-        changed = [k for k in _MANIFEST_KEYS
-                   if _comparable(old, k) != _comparable(manifest, k)]
+        changed = [k for k in _MANIFEST_KEYS if _comparable(old, k)
+                   != _known_keys_only(_comparable(manifest, k), _comparable(old, k))]
         if changed:
             raise ConfigError(
                 f"{out} holds a run with a different {', '.join(changed)}.",

@@ -22,7 +22,8 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      probe of 8 claims it called every one CONTRADICTED, or every one TRUE, depending on the
      wording. It answers questions from passages well, which is all this mode asks of it.
 4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold: the answer is
-   redone from the contradicting trusted passages. Otherwise FALLBACK when relevance <
+   redone from the contradicting trusted passages (told that an earlier answer contradicted
+   them, but not shown it). Otherwise FALLBACK when relevance <
    relevance_threshold and the draft is UNSUPPORTED: the answer is redone without the retrieved
    passages. Otherwise PASS: the draft stands.
 
@@ -337,7 +338,7 @@ class AntiSycophancyVerifier:
                        for i, c in contradicted]
             if contradicted:
                 decision = REPAIR
-                answer = self._repair(question, draft, [c for _, c in contradicted], step)
+                answer = self._repair(question, [c for _, c in contradicted], step)
             elif low_relevance and unsupported:
                 decision = FALLBACK
                 reasons.append(f"retrieved passages judged {reflection.relevance_label or '?'} "
@@ -365,18 +366,19 @@ class AntiSycophancyVerifier:
                             "parse_status": answer.parse_status}
             return answer
 
-    def _repair(self, question: Question, draft: Answer, contradicted: list[ClaimCheck],
+    def _repair(self, question: Question, contradicted: list[ClaimCheck],
                 step: Step) -> Answer:
+        """Re-answer from the contradicting trusted passages. The refuted draft is not shown:
+        given it, the default model copied it back in the repair (RAMDocs, 1 of 2 repairs)."""
         evidence = list({p.id: p for c in contradicted for p in c.evidence}.values())
         titles = [p.title for p in evidence]
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
-        refuted = "\n".join(f"- {c.claim}" for c in contradicted)
 
         def render(texts: list[str]) -> tuple[Message, ...]:
             user = (f"Trusted passages:\n{render_passages(texts, titles)}\n\n"
-                    f"{question_block(question)}\n\nA first answer was \"{draft.text}\", but the "
-                    f"trusted passages contradict it:\n{refuted}\n\nAnswer the question again, "
-                    f"from the trusted passages. {instruction}")
+                    f"{question_block(question)}\n\nAn earlier answer to this question "
+                    "contradicted these trusted passages. Answer it again, from the trusted "
+                    f"passages only. {instruction}")
             return (Message("system", REPAIR_SYSTEM), Message("user", user))
         fitted = fit(self.llm, render, evidence, self.answer_tokens, step)
         request = GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,

@@ -83,6 +83,24 @@ def test_resume_with_other_thread_count_is_allowed(tmp_path):
     assert summary["n"] == 3
 
 
+def test_resume_after_code_added_a_setting_is_allowed(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=str(data), limit=2), config, tmp_path / "run", FakeLLM(), build,
+             progress=False)
+    manifest_path = tmp_path / "run/manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["config"]["generation"]["answer_tokens"]  # as written by older code
+    manifest_path.write_text(json.dumps(manifest))
+    summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
+                       build, progress=False)
+    assert summary["n"] == 3
+    changed = Config.load(None, {"llm.backend": "fake", "generation.max_tokens": 9})
+    with pytest.raises(ConfigError):
+        run_eval(EvalSpec("set", file=str(data)), changed, tmp_path / "run", FakeLLM(), build,
+                 progress=False)
+
+
 def test_cut_last_line_is_dropped_and_rerun(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text('{"id": "a", "correct": true}\n{"id": "b", "corr')

@@ -79,6 +79,8 @@ def test_contradicted_claim_is_repaired_from_the_trusted_passages_only():
     assert "kb1" in check["evidence"]
     repair = next(c for c in llm.calls if c.purpose == "repair").messages[-1].content
     assert "Alexander Fleming" in repair and POISON[0].text not in repair
+    # neither the refuted draft nor its claim is offered to copy
+    assert '"Louis Pasteur"' not in repair and "Pasteur discovered" not in repair
     assert any("contradicted" in r for r in answer.meta["reasons"])
     assert trace.steps[-1].llm_calls[0].purpose == "repair"
 
