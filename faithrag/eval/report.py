@@ -45,8 +45,9 @@ Compare: for every dataset and every pair of runs on it, the items both runs sco
 the report gives both accuracies, the difference with a paired bootstrap 95% CI, the discordant
 counts and the exact McNemar p-value.
 
-Run labels: the method, plus the sweep ("csrag [distractors=4]"); when two runs on one dataset
-would still share a label, the model and then the run directory name are appended.
+Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings that are set
+and tell the dataset's runs apart ("csrag [distractors=4]"); when two runs on one dataset would
+still share a label, the model and then the run directory name are appended.
 """
 
 from __future__ import annotations
@@ -207,10 +208,20 @@ def _finite(value: Any) -> Any:
 
 # ---------------------------------------------------------------- labels and comparisons
 
+def _pipeline_name(run: Run) -> str:
+    stages = [run.method, run.manifest.get("rerank"), run.manifest.get("verify")]
+    return " + ".join(dict.fromkeys(str(s) for s in stages if s))
+
+
 def _assign_labels(runs: list[Run]) -> None:
     for run in runs:
-        sweep = ", ".join(f"{k}={v}" for k, v in sorted(run.sweep.items()))
-        run.label = f"{run.method} [{sweep}]" if sweep else run.method
+        peers = [r for r in runs if r.dataset == run.dataset]
+        # sweep settings that tell this run apart: set ones, varying among the dataset's runs
+        shown = {k: v for k, v in sorted(run.sweep.items()) if v is not None and (
+            len(peers) == 1 or len({str(p.sweep.get(k)) for p in peers}) > 1)}
+        sweep = ", ".join(f"{k}={v}" for k, v in shown.items())
+        name = _pipeline_name(run)
+        run.label = f"{name} [{sweep}]" if sweep else name
     for extra in (lambda r: str(r.manifest.get("model") or "?"), lambda r: r.path.name):
         keys = [(r.dataset, r.label) for r in runs]
         for run in runs:

@@ -22,12 +22,13 @@ def record(item_id: str, correct: bool | None, status: str = "ok", **extra) -> d
 
 
 def make_run(root: Path, name: str, dataset: str, method: str, records: list,
-             sweep: dict | None = None, model: str = "tiny", tail: str = "") -> Path:
+             sweep: dict | None = None, model: str = "tiny", tail: str = "",
+             verify: str | None = None) -> Path:
     run = root / name
     run.mkdir(parents=True)
     manifest = {"dataset": dataset, "method": method, "model": model, "model_sha256": "ab",
                 "dataset_sha256": "cd", "config": {}, "code_version": "0.1.0", "limit": None,
-                "seed": 0, "created": "2026-01-01T00:00:00+00:00"}
+                "seed": 0, "created": "2026-01-01T00:00:00+00:00", "verify": verify}
     if sweep is not None:
         manifest["sweep"] = sweep
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -125,6 +126,19 @@ def test_labels_disambiguate_models_and_duplicates_keep_last(tmp_path: Path) -> 
     labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
     assert labels == ["vanilla (tiny)", "vanilla (fast)"]
     assert "1 repeated id(s)" in files.table.read_text()
+
+
+def test_labels_name_the_pipeline_and_only_the_sweep_settings_that_differ(tmp_path: Path
+                                                                         ) -> None:
+    def hostile(name: str, retrieval: str, verify: str | None) -> Path:
+        return make_run(tmp_path, name, "h", "vanilla", [record("x", True)], verify=verify,
+                        sweep={"setting": "kre", "retrieval": retrieval, "poison_count": None})
+    runs = [hostile("a", "clean", None), hostile("b", "hostile", None),
+            hostile("c", "hostile", "antisyco")]
+    files = report(runs, tmp_path / "out")
+    labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
+    assert labels == ["vanilla [retrieval=clean]", "vanilla [retrieval=hostile]",
+                      "vanilla + antisyco [retrieval=hostile]"]
 
 
 def test_bad_run_directories(tmp_path: Path) -> None:
