@@ -49,6 +49,7 @@ from faithrag.eval.runner import (
     _write_manifest,
     code_version,
     model_identity,
+    run_lock,
 )
 from faithrag.llm.base import LLM
 from faithrag.methods import build_generator, build_reranker
@@ -264,9 +265,14 @@ def run_rank_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
                   dataset: Dataset | None = None) -> dict[str, Any]:
     """Run (or resume) re-ranker `spec.rerank` on a ranking set into `out`; returns
     metrics.aggregate over all records plus `ranking` (summarize_rank_records)."""
-    options = options or RankOptions()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):
+        return _run_rank_eval(spec, config, out, llm, options or RankOptions(), workers,
+                              progress, dataset)
+
+
+def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM, options: RankOptions,
+                   workers: int, progress: bool, dataset: Dataset | None) -> dict[str, Any]:
     dataset = dataset or load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file,
                                       spec.on_error)
     if dataset.kind != "rank":

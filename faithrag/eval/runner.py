@@ -10,12 +10,14 @@ the run goes on.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -225,13 +227,36 @@ def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+@contextmanager
+def run_lock(out: Path) -> Iterator[None]:
+    """Hold `out` for one process: a second run into the same directory would compute the same
+    items twice. The OS drops the lock when the holder dies, so a crash never leaves it stale."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"Another process is running into {out}.",
+                              "Wait for it to finish, or use another --out directory.") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
              build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline],
              workers: int = 1, progress: bool = True,
              dataset: Dataset | None = None) -> dict[str, Any]:
     """Run (or resume) `spec` into `out`; returns the aggregate figures of all records."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):
+        return _run_eval(spec, config, out, llm, build_pipeline, workers, progress, dataset)
+
+
+def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
+              build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline],
+              workers: int, progress: bool, dataset: Dataset | None) -> dict[str, Any]:
     dataset = dataset or load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file,
                                       spec.on_error)
     if dataset.kind != "qa":

@@ -101,6 +101,27 @@ def test_resume_after_code_added_a_setting_is_allowed(tmp_path):
                  progress=False)
 
 
+def test_a_run_directory_in_use_is_refused(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=1)
+    config = Config.load(None, {"llm.backend": "fake"})
+    (tmp_path / "run").mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        "h = open(sys.argv[1], 'a'); fcntl.flock(h, fcntl.LOCK_EX); print('held', flush=True)\n"
+        "time.sleep(60)"), str(tmp_path / "run/.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match="Another process"):
+            run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(), build,
+                     progress=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
+                       build, progress=False)  # a dead holder leaves no stale lock
+    assert summary["n"] == 1
+
+
 def test_cut_last_line_is_dropped_and_rerun(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text('{"id": "a", "correct": true}\n{"id": "b", "corr')
