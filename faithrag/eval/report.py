@@ -45,9 +45,10 @@ Compare: for every dataset and every pair of runs on it, the items both runs sco
 the report gives both accuracies, the difference with a paired bootstrap 95% CI, the discordant
 counts and the exact McNemar p-value.
 
-Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings that are set
-and tell the dataset's runs apart ("csrag [distractors=4]"); when two runs on one dataset would
-still share a label, the model and then the run directory name are appended.
+Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings and the
+non-default configuration values that tell the dataset's runs apart ("cfrag [distractors=16,
+cfrag.causal_scoring=False]"); when two runs on one dataset would still share a label, the model
+and then the run directory name are appended.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from faithrag.config import Config
 from faithrag.errors import DataError
 from faithrag.eval.metrics import aggregate, paired_difference, record_correct
 from faithrag.eval.rank_runner import summarize_rank_records
@@ -213,15 +215,49 @@ def _pipeline_name(run: Run) -> str:
     return " + ".join(dict.fromkeys(str(s) for s in stages if s))
 
 
+def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _distinct_settings(run: Run, peers: list[Run]) -> dict[str, Any]:
+    """Configuration values (an ablation's switch, a changed alpha) that differ from the
+    defaults and among the runs on the same dataset. The stages are in the name already; speed
+    settings and file paths (a per-run knowledge base) say nothing about the method."""
+    defaults = _flat(Config().model_dump())
+    mine = _flat(run.manifest.get("config") or {})
+    others = [_flat(p.manifest.get("config") or {}) for p in peers if p is not run]
+    # the sections of the stages this run used ("csrag" for csrag_choices, "rerank" for any
+    # re-ranker): a default changed by newer code in an unused section is no difference
+    sections = {"generation", "retrieval"}
+    sections |= {s for s in ("csrag", "cfrag") if run.method.startswith(s)}
+    sections |= {s for s, used in (("rerank", run.manifest.get("rerank")),
+                                   ("antisyco", run.manifest.get("verify"))) if used}
+    shown = {}
+    for key, value in mine.items():
+        if (key.split(".", 1)[0] not in sections or key not in defaults
+                or value == defaults[key] or (isinstance(value, str) and "/" in value)):
+            continue
+        if any(o.get(key, defaults[key]) != value for o in others):
+            shown[key] = value
+    return shown
+
+
 def _assign_labels(runs: list[Run]) -> None:
     for run in runs:
         peers = [r for r in runs if r.dataset == run.dataset]
         # sweep settings that tell this run apart: set ones, varying among the dataset's runs
         shown = {k: v for k, v in sorted(run.sweep.items()) if v is not None and (
             len(peers) == 1 or len({str(p.sweep.get(k)) for p in peers}) > 1)}
-        sweep = ", ".join(f"{k}={v}" for k, v in shown.items())
+        shown.update(_distinct_settings(run, peers))
+        settings = ", ".join(f"{k}={v}" for k, v in shown.items())
         name = _pipeline_name(run)
-        run.label = f"{name} [{sweep}]" if sweep else name
+        run.label = f"{name} [{settings}]" if settings else name
     for extra in (lambda r: str(r.manifest.get("model") or "?"), lambda r: r.path.name):
         keys = [(r.dataset, r.label) for r in runs]
         for run in runs:

@@ -141,6 +141,19 @@ def test_labels_name_the_pipeline_and_only_the_sweep_settings_that_differ(tmp_pa
                       "vanilla + antisyco [retrieval=hostile]"]
 
 
+def test_labels_name_the_ablation_switch(tmp_path: Path) -> None:
+    def cfrag(name: str, config: dict) -> Path:
+        run = make_run(tmp_path, name, "p", "cfrag", [record("x", True)], sweep={"distractors": 16})
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["config"] = {"cfrag": config, "antisyco": {"kb": f"/runs/{name}/kb"}}
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        return run
+    runs = [cfrag("full", {}), cfrag("no_causal", {"causal_scoring": False})]
+    files = report(runs, tmp_path / "out")
+    labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
+    assert labels == ["cfrag", "cfrag [cfrag.causal_scoring=False]"]
+
+
 def test_bad_run_directories(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         load_run(tmp_path)
