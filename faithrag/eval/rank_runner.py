@@ -30,7 +30,6 @@ raw model replies included).
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -59,7 +58,7 @@ from faithrag.types import Passage, Question, Trace
 
 NO_RERANK = "none"
 FIRST_STAGES = ("bm25", "given")
-# settings of a ranking run that _write_manifest does not compare; a resume must match them
+# settings of a ranking run that a resume must also match
 _RANK_MANIFEST_KEYS = ("kind", "first_stage", "answer_top")
 
 
@@ -249,17 +248,6 @@ def summarize_rank_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _check_rank_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    path = out / "manifest.json"
-    if not path.exists():
-        return
-    old = json.loads(path.read_text())
-    changed = [k for k in _RANK_MANIFEST_KEYS if old.get(k) != manifest.get(k)]
-    if changed:
-        raise ConfigError(f"{out} holds a run with a different {', '.join(changed)}.",
-                          "Use another --out directory, or delete this one to start over.")
-
-
 def run_rank_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
                   options: RankOptions | None = None, workers: int = 1, progress: bool = True,
                   dataset: Dataset | None = None) -> dict[str, Any]:
@@ -296,8 +284,7 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM, options:
         "kind": "rank", "first_stage": options.first_stage, "answer_top": options.answer_top,
         "answer_method": config.pipeline.method if answering else None,
     }
-    _check_rank_manifest(out, manifest)
-    _write_manifest(out, manifest)
+    _write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
     reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
     items: list[RankItem] = dataset.items[: spec.limit] if spec.limit else dataset.items
     generator, qa = None, {}

@@ -17,8 +17,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -210,11 +210,13 @@ def _known_keys_only(new: Any, old: Any) -> Any:
     return {k: _known_keys_only(v, old[k]) for k, v in new.items() if k in old}
 
 
-def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+def _write_manifest(out: Path, manifest: dict[str, Any],
+                    extra_keys: tuple[str, ...] = ()) -> None:
+    """Write `out`'s manifest; a resume must match the old one on _MANIFEST_KEYS + extra_keys."""
     path = out / "manifest.json"
     if path.exists():
         old = json.loads(path.read_text())
-        changed = [k for k in _MANIFEST_KEYS if _comparable(old, k)
+        changed = [k for k in _MANIFEST_KEYS + extra_keys if _comparable(old, k)
                    != _known_keys_only(_comparable(manifest, k), _comparable(old, k))]
         if changed:
             raise ConfigError(

@@ -266,9 +266,9 @@ class AntiSycophancyVerifier:
                         trusted_source=self.kb_name, kb_k=self.kb_k) as step:
             checks = [ClaimCheck(c, self.knowledge_base.retrieve(c, self.kb_k)) for c in claims]
             to_judge = [c for c in checks if c.evidence]
-            render = self._qa_prompt if self.contradiction == "qa" else self._judge_prompt
             requests = [GenerationRequest(
-                fit(self.llm, render(question, c), c.evidence, self.judge_tokens, step).messages,
+                fit(self.llm, self._check_prompt(question, c, self.contradiction), c.evidence,
+                    self.judge_tokens, step).messages,
                 max_tokens=self.judge_tokens, purpose="contradiction") for c in to_judge]
             completions = generate(self.llm, requests, step) if requests else []
             for check, completion in zip(to_judge, completions):
@@ -289,23 +289,16 @@ class AntiSycophancyVerifier:
             return checks
 
     @staticmethod
-    def _qa_prompt(question: Question, check: ClaimCheck) -> Render:
+    def _check_prompt(question: Question, check: ClaimCheck, mode: str) -> Render:
+        """qa: answer the question from the reference passages; judge: verdict on the claim."""
         titles = [p.title for p in check.evidence]
+        system, body, task = (
+            (QA_CHECK_SYSTEM, question_block(question), QA_CHECK_TASK) if mode == "qa" else
+            (JUDGE_CHECK_SYSTEM, f"Statement: {check.claim}", JUDGE_CHECK_TASK))
 
         def render(texts: list[str]) -> tuple[Message, ...]:
-            user = (f"Reference passages:\n{render_passages(texts, titles)}\n\n"
-                    f"{question_block(question)}\n\n{QA_CHECK_TASK}")
-            return (Message("system", QA_CHECK_SYSTEM), Message("user", user))
-        return render
-
-    @staticmethod
-    def _judge_prompt(question: Question, check: ClaimCheck) -> Render:
-        titles = [p.title for p in check.evidence]
-
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            user = (f"Reference passages:\n{render_passages(texts, titles)}\n\n"
-                    f"Statement: {check.claim}\n\n{JUDGE_CHECK_TASK}")
-            return (Message("system", JUDGE_CHECK_SYSTEM), Message("user", user))
+            user = f"Reference passages:\n{render_passages(texts, titles)}\n\n{body}\n\n{task}"
+            return (Message("system", system), Message("user", user))
         return render
 
     def _score_by_reference_answer(self, check: ClaimCheck, draft: str) -> None:
