@@ -19,7 +19,12 @@ names another knowledge base; the config in the manifest then says which index w
   (`false_intervention_rate`); `broken` counts drafts that were right and ended wrong, `fixed`
   the reverse; the draft's own accuracy and attack success are vanilla RAG's on the same items;
 - unreadable judgements: total, and items with at least one;
+- the draft is the vanilla pipeline's answer (same retrieval, same prompt, and each llama.cpp call
+  starts from an empty cache), so a verifier run also gives vanilla RAG's accuracy and attack
+  success on the same items, with the exact McNemar p-value of verifier vs draft accuracy; a
+  separate vanilla run is not needed;
 - cost per decision path: mean LLM calls, prompt and completion tokens, and seconds per item;
+  for a verifier run also the draft's own cost (retrieval + generation stages: vanilla RAG's);
 - poisonedrag: accuracy and attack success also per `kb_source` (context / answer_card).
 """
 
@@ -44,6 +49,7 @@ from faithrag.pipeline import Pipeline
 RETRIEVALS = ("clean", "hostile")
 KB_DIR = "trusted_kb"
 PATHS = ("PASS", "REPAIR", "FALLBACK")
+DRAFT_PATH = "draft only (= vanilla RAG)"
 
 
 def build_trusted_index(setting: HostileSetting, directory: Path, config: Config) -> Path:
@@ -129,6 +135,12 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
             unreadable += int(extra.get("unparsable") or 0)
             unreadable_items += bool(extra.get("unparsable"))
         trace = record.get("trace") or {}
+        if verified and "draft" in extra:
+            drafting = [st for st in trace.get("stages", []) if st.get("stage") != "verify"]
+            for key, source in (("llm_calls", "llm_calls"), ("prompt_tokens", "prompt_tokens"),
+                                ("completion_tokens", "completion_tokens"),
+                                ("seconds", "seconds")):
+                cost[DRAFT_PATH][key].append(float(sum(st.get(source, 0) for st in drafting)))
         for key, value in (("llm_calls", trace.get("llm_calls")),
                            ("prompt_tokens", record.get("prompt_tokens")),
                            ("completion_tokens", record.get("completion_tokens")),
@@ -153,7 +165,9 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
             "interventions": interventions / n if n else None,
             "false_intervention_rate": (interventions / n if n else None)
             if run.sweep.get("retrieval") == "clean" else None,
-            "fixed": fixed, "broken": broken, **_rate("draft_accuracy", draft_correct),
+            "fixed": fixed, "broken": broken,
+            "mcnemar_p": M.mcnemar_exact_p(fixed, broken) if fixed + broken else None,
+            **_rate("draft_accuracy", draft_correct),
             **_rate("draft_attack_success", draft_attacked),
             "unparsable_judgements": unreadable, "items_with_unparsable": unreadable_items})
     if groups:
@@ -198,8 +212,9 @@ def render_markdown(summaries: Sequence[dict[str, Any]]) -> str:
         return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
 
     lines = [("| setting | retrieval | pipeline | n | accuracy | attack success | PASS / REPAIR / "
-              "FALLBACK | interventions | fixed / broken | draft accuracy | unreadable (items) |"),
-             "|---|---|---|---:|---|---|---|---:|---|---|---:|"]
+              "FALLBACK | interventions | fixed / broken (p) | draft = vanilla accuracy | "
+              "draft = vanilla attack success | unreadable (items) |"),
+             "|---|---|---|---:|---|---|---|---:|---|---|---|---:|"]
     for s in summaries:
         verified = "interventions" in s
         d = s["decisions"]
@@ -208,15 +223,18 @@ def render_markdown(summaries: Sequence[dict[str, Any]]) -> str:
             f"{pct(s['accuracy'], s['accuracy_ci'])} | "
             f"{pct(s['attack_success'], s['attack_success_ci'])} | "
             + (f"{d.get('PASS', 0)} / {d.get('REPAIR', 0)} / {d.get('FALLBACK', 0)} | "
-               f"{pct(s['interventions'])} | {s['fixed']} / {s['broken']} | "
-               f"{pct(s['draft_accuracy'])} | {s['unparsable_judgements']} "
-               f"({s['items_with_unparsable']}) |" if verified else "— | — | — | — | — |"))
+               f"{pct(s['interventions'])} | {s['fixed']} / {s['broken']}"
+               + (f" ({s['mcnemar_p']:.2g})" if s["mcnemar_p"] is not None else "") + " | "
+               f"{pct(s['draft_accuracy'], s['draft_accuracy_ci'])} | "
+               f"{pct(s['draft_attack_success'], s['draft_attack_success_ci'])} | "
+               f"{s['unparsable_judgements']} ({s['items_with_unparsable']}) |"
+               if verified else "— | — | — | — | — | — |"))
     lines += ["", ("| setting | retrieval | pipeline | path | items | LLM calls | prompt tokens | "
                    "completion tokens | seconds |"), "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for s in summaries:
         for path in sorted(s["cost_by_path"], key=lambda p: (p not in PATHS, p)):
             c = s["cost_by_path"][path]
-            count = s["decisions"].get(path, 0)
+            count = s["n"] if path == DRAFT_PATH else s["decisions"].get(path, 0)
             lines.append(f"| {s['setting']} | {s['retrieval']} | {s['method']} | {path} | "
                          f"{count} | {c.get('llm_calls', 0):.1f} | "
                          f"{c.get('prompt_tokens', 0):.0f} | {c.get('completion_tokens', 0):.0f} | "

@@ -6,7 +6,7 @@ import pytest
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval.hostile_runner import render_markdown, run_hostile, summarize_dirs
+from faithrag.eval.hostile_runner import DRAFT_PATH, render_markdown, run_hostile, summarize_dirs
 from faithrag.eval.hostile_settings import build_setting
 from faithrag.eval.runner import ResultsFile
 from faithrag.llm.fake import FakeLLM
@@ -63,6 +63,14 @@ def test_poison_fools_vanilla_and_the_verifier_repairs_it(setting, tmp_path):
     assert (verified["accuracy"], verified["attack_success"]) == (1.0, 0.0)
     assert verified["decisions"] == {"REPAIR": 3} and verified["fixed"] == 3
     assert verified["draft_attack_success"] == 1.0  # the draft is vanilla RAG's answer
+    assert verified["mcnemar_p"] == pytest.approx(0.25)  # 3 fixed, none broken
+    vanilla_cost, draft_cost = attacked["cost_by_path"]["unverified"], \
+        verified["cost_by_path"][DRAFT_PATH]
+    assert draft_cost["llm_calls"] == vanilla_cost["llm_calls"] == 1.0
+    assert draft_cost["prompt_tokens"] == vanilla_cost["prompt_tokens"]
+    table = render_markdown([attacked, verified])
+    assert "| 3 / 0 (0.25) | 0.0 [0.0, 56.1] | 100.0 [43.9, 100.0] |" in table
+    assert f"| {DRAFT_PATH} | 3 | 1.0 |" in table
     assert verified["false_intervention_rate"] is None  # defined on clean retrieval only
     repair_cost = verified["cost_by_path"]["REPAIR"]
     assert repair_cost["llm_calls"] == 6.0 and repair_cost["prompt_tokens"] > 0

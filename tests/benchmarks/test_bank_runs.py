@@ -1,0 +1,67 @@
+import importlib.util
+import json
+from pathlib import Path
+
+from faithrag.config import Config
+from faithrag.eval.report import load_run
+from faithrag.eval.runner import EvalSpec, run_eval
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import build_generator
+from faithrag.pipeline import Pipeline
+
+_spec = importlib.util.spec_from_file_location(
+    "bank_runs", Path(__file__).resolve().parents[2] / "benchmarks" / "bank_runs.py")
+bank_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bank_runs)
+
+
+def build(config, llm, retriever):
+    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever)
+
+
+def write_set(path, n):
+    path.write_text("".join(json.dumps({
+        "id": f"t::{i}", "question": f"Where is item {i}?", "context": f"Item {i} is in Sydney.",
+        "answer": "Sydney", "answers": ["Sydney"]}) + "\n" for i in range(n)))
+    return path
+
+
+def run(data, out, limit, llm):
+    config = Config.load(None, {"llm.backend": "fake"})
+    return run_eval(EvalSpec("set", file=str(data), limit=limit), config, out, llm, build,
+                    progress=False)
+
+
+def test_banked_run_drops_data_fields_and_resumes_where_it_stopped(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", 6)
+    run(data, tmp_path / "runs/a", 4, FakeLLM(default="Sydney"))
+    with open(tmp_path / "runs/a/results.jsonl", "a") as f:
+        f.write('{"id": "t::9", "pred')  # a line cut by a crash
+
+    assert bank_runs.save(tmp_path / "runs", tmp_path / "bank") == 1
+    banked = [json.loads(x) for x in (tmp_path / "bank/a/results.jsonl").read_text().splitlines()]
+    assert len(banked) == 4
+    assert all("gold" not in r and "choices" not in r for r in banked)
+    assert load_run(tmp_path / "bank/a").manifest["dataset"] == "set"
+
+    assert bank_runs.restore(tmp_path / "bank", tmp_path / "fresh") == 1
+    llm = FakeLLM(default="Sydney")
+    summary = run(data, tmp_path / "fresh/a", 6, llm)
+    assert summary["n"] == 6 and summary["correct"] == 6
+    assert len(llm.calls) == 2  # only the two items the bank did not hold
+
+
+def test_restore_keeps_a_run_that_holds_more(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", 5)
+    run(data, tmp_path / "runs/a", 2, FakeLLM(default="Sydney"))
+    bank_runs.save(tmp_path / "runs", tmp_path / "bank")
+    run(data, tmp_path / "runs/a", 5, FakeLLM(default="Sydney"))
+    bank_runs.restore(tmp_path / "bank", tmp_path / "runs")
+    assert len((tmp_path / "runs/a/results.jsonl").read_text().splitlines()) == 5
+
+
+def test_strip_record_refuses_partial_lines():
+    assert bank_runs.strip_record('{"id": "x", "gold": ["a"], "choices": ["a", "b"]}') == \
+        '{"id": "x"}'
+    assert bank_runs.strip_record('{"id": "x", "pre') is None
+    assert bank_runs.strip_record('["not", "a", "record"]') is None
