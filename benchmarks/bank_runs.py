@@ -5,8 +5,9 @@ lost with the machine. `save` copies each run's manifest.json and results.jsonl 
 repository folder, without the fields that repeat the benchmark data (gold answers and answer
 options: the data is read from ../shared/data at run time and never copied into the
 repository). `restore` copies them back into a runs folder: the runner resumes from them (it only
-needs the ids already done), and `faithrag report` / `faithrag hostile report` read them as they
-are (neither reads those fields).
+needs the ids already done, and a hostile run's own knowledge base is pointed at the new folder),
+and `faithrag report` / `faithrag hostile report` read them as they are (neither reads those
+fields).
 
     python benchmarks/bank_runs.py save /work/runs/hostile --to results/hostile
     python benchmarks/bank_runs.py restore results/hostile --to /work/runs/hostile
@@ -19,8 +20,9 @@ import json
 import shutil
 from pathlib import Path
 
+from faithrag.eval.hostile_runner import KB_DIR
+
 DATA_FIELDS = ("gold", "choices")  # copies of the benchmark data in a record
-RUN_FILES = ("manifest.json", "results.jsonl")
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -67,10 +69,23 @@ def restore(source: Path, target: Path) -> int:
             print(f"{dest}: kept (it holds as many records or more)")
             continue
         dest.mkdir(parents=True, exist_ok=True)
-        for name in RUN_FILES:
-            shutil.copyfile(run / name, dest / name)
+        shutil.copyfile(run / "results.jsonl", dest / "results.jsonl")
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        (dest / "manifest.json").write_text(json.dumps(relocate(manifest, dest), indent=2),
+                                            encoding="utf-8")
         print(f"{dest}: {_count(dest / 'results.jsonl')} records restored")
     return len(runs)
+
+
+def relocate(manifest: dict, dest: Path) -> dict:
+    """A hostile verifier run records the absolute path of the knowledge base it built in its
+    own folder (`<run>/trusted_kb`, rebuilt from the data when missing); point it at the new
+    folder, or the resumed run would be refused as a change of configuration."""
+    antisyco = manifest.get("config", {}).get("antisyco", {})
+    kb = antisyco.get("kb")
+    if kb and Path(kb).name == KB_DIR and Path(kb).parent.name == dest.name:
+        antisyco["kb"] = str((dest / KB_DIR).resolve())
+    return manifest
 
 
 def _count(path: Path) -> int:

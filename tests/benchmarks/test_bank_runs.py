@@ -65,3 +65,28 @@ def test_strip_record_refuses_partial_lines():
         '{"id": "x"}'
     assert bank_runs.strip_record('{"id": "x", "pre') is None
     assert bank_runs.strip_record('["not", "a", "record"]') is None
+
+
+def test_restored_hostile_run_resumes_in_another_folder(hostile_data, tmp_path):
+    from faithrag.eval.hostile_runner import run_hostile
+    from faithrag.eval.hostile_settings import build_setting
+    from faithrag.methods import build_verifier
+
+    def build_verified(config, llm, retriever):
+        return Pipeline(build_generator(config.pipeline.method, llm, config, retriever),
+                        retriever, verifier=build_verifier("antisyco", llm, config, retriever),
+                        k=config.retrieval.k)
+
+    setting = build_setting("kre_musique", str(hostile_data))
+    config = Config.load(None, {"llm.backend": "fake", "pipeline.verify": "antisyco"})
+    run_hostile(setting, "hostile", config, tmp_path / "old/run", FakeLLM(default="x"),
+                build_verified, limit=1, progress=False)
+    bank_runs.save(tmp_path / "old", tmp_path / "bank")
+    bank_runs.restore(tmp_path / "bank", tmp_path / "new")
+    llm = FakeLLM(default="x")
+    summary = run_hostile(setting, "hostile", config, tmp_path / "new/run", llm, build_verified,
+                          limit=2, progress=False)
+    assert summary["n"] == 2
+    assert sum(call.purpose == "claims" for call in llm.calls) == 1  # only the new item ran
+    manifest = json.loads((tmp_path / "new/run/manifest.json").read_text())
+    assert manifest["config"]["antisyco"]["kb"] == str((tmp_path / "new/run/trusted_kb").resolve())
