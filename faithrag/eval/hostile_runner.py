@@ -19,10 +19,9 @@ names another knowledge base; the config in the manifest then says which index w
   (`false_intervention_rate`); `broken` counts drafts that were right and ended wrong, `fixed`
   the reverse; the draft's own accuracy and attack success are vanilla RAG's on the same items;
 - unreadable judgements: total, and items with at least one;
-- the draft is the vanilla pipeline's answer (same retrieval, same prompt, and each llama.cpp call
-  starts from an empty cache), so a verifier run also gives vanilla RAG's accuracy and attack
-  success on the same items, with the exact McNemar p-value of verifier vs draft accuracy; a
-  separate vanilla run is not needed;
+- the draft is the vanilla pipeline's answer (same retrieval and prompt; each llama.cpp call
+  starts from an empty cache), so a verifier run needs no separate vanilla run; `mcnemar_p` is
+  the exact test of verifier vs draft accuracy on the fixed / broken counts;
 - cost per decision path: mean LLM calls, prompt and completion tokens, and seconds per item;
   for a verifier run also the draft's own cost (retrieval + generation stages: vanilla RAG's);
 - poisonedrag: accuracy and attack success also per `kb_source` (context / answer_card).
