@@ -73,7 +73,7 @@ def restore(source: Path, target: Path) -> int:
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
         (dest / "manifest.json").write_text(json.dumps(relocate(manifest, dest), indent=2),
                                             encoding="utf-8")
-        print(f"{dest}: {_count(dest / 'results.jsonl')} records restored")
+        print(f"{dest}: {_count(here)} records restored")
     return len(runs)
 
 

@@ -64,6 +64,7 @@ def llama_server(tiny_gguf, tmp_path_factory):
             proc.kill()
             proc.wait()
 
+
 def _write(root, name, rows):
     (root / name).mkdir(parents=True)
     with open(root / name / "dev.jsonl", "w") as f:
