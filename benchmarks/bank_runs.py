@@ -69,7 +69,7 @@ def restore(source: Path, target: Path) -> int:
             print(f"{dest}: kept (it holds as many records or more)")
             continue
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run / "results.jsonl", dest / "results.jsonl")
+        shutil.copyfile(run / "results.jsonl", here)
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
         (dest / "manifest.json").write_text(json.dumps(relocate(manifest, dest), indent=2),
                                             encoding="utf-8")
