@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CSRAG measurements (issue 4): main table, non-conflict check, ablations. Resumable: re-run the
 # same command to continue; paraphrases and facts are cached, so ablations pay only for answers.
-#   N=200 N_ABL=100 THREADS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|all]
+#   N=200 N_ABL=100 THREADS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|grid|all]
+# grid: csrag_choices on the original context with every ablation cell scored from one forward
+# pass per item (csrag.ablation_grid), on every set and on the KRE golden contexts.
 # The main part also runs the baselines; point BASE_OUT at an existing baselines directory
 # (benchmarks/baselines.sh) to extend those runs instead of starting new ones.
 set -euo pipefail
@@ -13,6 +15,7 @@ THREADS=${THREADS:-2}
 OUT=${OUT:-runs/csrag}
 BASE_OUT=${BASE_OUT:-$OUT/main}
 FAITHRAG=${FAITHRAG:-faithrag}
+PYTHON=${PYTHON:-python}
 SETS=${SETS:-"faitheval_counterfactual kre_musique kre_squad cofaithfulqa_nq cofaithfulqa_hotpotqa cofaithfulqa_newsqa"}
 BASELINES=${BASELINES:-"closed_book vanilla cot_json"}
 METHODS=${METHODS:-"csrag csrag_choices"}
@@ -61,6 +64,15 @@ if [[ $PART == ablations || $PART == all ]]; then  # the paper's ablation shape,
   abl no-stopword-filter --set csrag.filter_stopwords=false
 fi
 
+if [[ $PART == grid || $PART == all ]]; then
+  grid() { local name=$1; shift
+    run "$OUT/grid/$name" --method csrag_choices --limit "$N" --set csrag.enhance_context=false \
+      --set csrag.ablation_grid=true "$@"; }
+  for set in $SETS; do grid "$set" --dataset "$set"; done
+  for set in kre_musique kre_squad; do grid "$set-golden" --dataset "$set" --context golden; done
+fi
+
+[[ -d $OUT/grid ]] && $PYTHON benchmarks/csrag_grid.py "$OUT"/grid/*/ > "$OUT/grid/report.md"
 [[ -d $OUT/main ]] && $FAITHRAG report "$BASE_OUT" "$OUT/main" --compare --out "$OUT/report-main"
 [[ -d $OUT/golden ]] && $FAITHRAG report "$OUT/golden" --compare --out "$OUT/report-golden"
 [[ -d $OUT/ablations ]] && $FAITHRAG report "$OUT/ablations" --out "$OUT/report-ablations"

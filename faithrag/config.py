@@ -105,6 +105,7 @@ class CSRAGConfig(_Strict):
     paraphrase_tokens: int = Field(1024, ge=32)  # cap for the two paraphrases of one passage
     probe_choices: bool = False  # also record option probabilities with and without the bias
     cache_facts: bool = True  # reuse a question's facts (off to time online CSRAG honestly)
+    ablation_grid: bool = False  # csrag_choices: also score every ablation cell, same forward pass
 
 
 class RerankConfig(_Strict):

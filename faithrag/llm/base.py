@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -118,6 +118,7 @@ class ChoiceScores:
     prompt_tokens: int
     seconds: float
     warnings: list[str] = field(default_factory=list)  # e.g. approximations a backend made
+    shared_pass: bool = False  # read off another result's forward pass: cost nothing more
 
     @property
     def best(self) -> int:
@@ -168,3 +169,18 @@ def user_prompt(content: str, system: str | None = None) -> tuple[Message, ...]:
     msgs = [Message("system", system)] if system else []
     msgs.append(Message("user", content))
     return tuple(msgs)
+
+
+def score_choices_under(llm: LLM, request: ChoiceRequest,
+                        biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
+    """`request`'s choices scored under each of `biases` (its own `bias` is ignored).
+
+    A backend with a `score_choices_under` method reads every bias off one forward pass (a bias
+    only shifts the logits the choice tokens are scored from, never the tokens themselves); any
+    other backend gets one `score_choices` call per bias. Either way the result for a bias is the
+    one `score_choices` gives with that bias."""
+    shared = getattr(llm, "score_choices_under", None)
+    if shared is not None:
+        return shared(request, biases)
+    return [llm.score_choices(replace(request, bias=b)) for b in biases]
+

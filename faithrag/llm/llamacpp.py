@@ -297,14 +297,22 @@ class LlamaCppLLM:
         evaluated once; each choice then evaluates only its own tokens (minus the last, whose
         logits are not needed), all positions in one batch. Single-token choices cost nothing
         beyond the prompt."""
+        return self.score_choices_under(request, [request.bias])[0]
+
+    def score_choices_under(self, request: ChoiceRequest,
+                            biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
+        """`score_choices` under each bias, from one forward pass: the unbiased logit rows of
+        every choice token are computed once and each bias is added to a copy. The result for
+        a bias is identical to `score_choices` with it (same batches, same rows); the others
+        are marked `shared_pass`."""
         start = time.perf_counter()
         split = split_choices(self._encode_chat, request)
         base, fulls, owns, shared = split.base, split.fulls, split.owns, split.shared
         for full in fulls:
             self._check_fits(len(full), f"prompt with choice ({len(full)} tokens)")
-        bias = DenseBias(request.bias, self._n_vocab)
+        dense = [DenseBias(b, self._n_vocab) for b in biases]
 
-        logprobs: list[float] = []
+        logprobs: list[list[float]] = [[] for _ in biases]
         with self._lock:
             self._truncate(0)
             self._prefill(base[:shared])
@@ -312,21 +320,22 @@ class LlamaCppLLM:
             for full, own in zip(fulls, owns):
                 targets = full[own:]
                 if not targets:
-                    logprobs.append(0.0)
+                    for lps in logprobs:
+                        lps.append(0.0)
                     continue
                 self._truncate(shared)  # drop the previous choice's tokens
                 rows = self._extend(full[shared:-1], all_logits=True) if len(full) - 1 > shared \
                     else np.empty((0, self._n_vocab), dtype=np.float32)
                 # row for predicting position t is first_row if t == shared else rows[t-shared-1]
                 rows = np.vstack([first_row[None, :], rows])[own - shared:]
-                logprobs.append(float(_log_softmax_at(bias(None, rows), targets).sum()))
-        return ChoiceScores(
-            choices=tuple(request.choices),
-            logprobs=logprobs,
-            token_counts=[len(full) - own for full, own in zip(fulls, owns)],
-            prompt_tokens=len(base),
-            seconds=time.perf_counter() - start,
-        )
+                for lps, bias in zip(logprobs, dense):
+                    lps.append(float(_log_softmax_at(bias(None, rows.copy()), targets).sum()))
+        seconds = time.perf_counter() - start
+        counts = [len(full) - own for full, own in zip(fulls, owns)]
+        return [ChoiceScores(choices=tuple(request.choices), logprobs=lps, token_counts=counts,
+                             prompt_tokens=len(base), seconds=seconds if i == 0 else 0.0,
+                             shared_pass=i > 0)
+                for i, lps in enumerate(logprobs)]
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:

@@ -5,15 +5,11 @@ break output formats."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from faithrag.errors import ConfigError
-from faithrag.llm.base import LLM, ChoiceRequest, Message, TokenBias
-from faithrag.methods.common import (
-    DATA_NOT_INSTRUCTIONS,
-    fit,
-    render_choices,
-    render_passages,
-    score_choices,
-)
+from faithrag.llm.base import LLM, ChoiceRequest, Message, TokenBias, score_choices_under
+from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, render_choices, render_passages
 from faithrag.types import Answer, Passage, Question, Step, Trace
 
 SYSTEM = "Answer strictly according to the given context. " + DATA_NOT_INSTRUCTIONS
@@ -30,16 +26,27 @@ def render_prompt(question: Question, titles: list[str]):
 
 
 def answer_by_scoring(llm: LLM, question: Question, passages: list[Passage], step: Step,
-                      bias: TokenBias | None = None) -> Answer:
+                      bias: TokenBias | None = None,
+                      variants: Mapping[str, TokenBias | None] | None = None) -> Answer:
+    """The option with the highest log-probability under `bias`. Each of `variants` (named
+    biases) is scored from the same prompt too, in the same call where the backend can, and
+    its pick is recorded in `meta["variants"]`: ablations at the cost of one answer."""
     choices = tuple(question.choices or ())
     reserve = max(len(llm.tokenize(ANSWER_PREFIX + c)) for c in choices) + 8
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve, step)
-    scores = score_choices(llm, ChoiceRequest(fitted.messages, choices, ANSWER_PREFIX, bias,
-                                              purpose="score_choices"), step)
-    best = scores.best
-    probs = scores.probabilities()
-    return Answer(text=choices[best], choice_index=best,
-                  meta={"choice_probabilities": dict(zip(choices, probs))})
+    request = ChoiceRequest(fitted.messages, choices, ANSWER_PREFIX, bias, purpose="score_choices")
+    names = list(variants or {})
+    every = score_choices_under(llm, request, [bias, *(variants or {}).values()])
+    for scored in (s for s in every if not s.shared_pass):
+        step.record_llm(request.purpose, scored.prompt_tokens, sum(scored.token_counts),
+                        scored.seconds)
+    scores = every[0]
+    meta: dict[str, object] = {"choice_probabilities": dict(zip(choices, scores.probabilities()))}
+    if names:
+        meta["variants"] = {name: {"choice_index": s.best,
+                                   "probabilities": [round(p, 4) for p in s.probabilities()]}
+                            for name, s in zip(names, every[1:])}
+    return Answer(text=choices[scores.best], choice_index=scores.best, meta=meta)
 
 
 class ChoiceScoring:

@@ -7,7 +7,7 @@ import re
 import string
 from collections.abc import Sequence
 
-from faithrag.llm.base import LLM, ChoiceRequest, ChoiceScores, Completion, GenerationRequest
+from faithrag.llm.base import LLM, Completion, GenerationRequest
 from faithrag.llm.budget import FittedPrompt, Render, fit_evidence
 from faithrag.types import Passage, Question, Step
 
@@ -46,13 +46,6 @@ def generate(llm: LLM, requests: Sequence[GenerationRequest], step: Step) -> lis
                         c.seconds, c.cached)
         step.warnings.extend(c.warnings)
     return completions
-
-
-def score_choices(llm: LLM, request: ChoiceRequest, step: Step) -> ChoiceScores:
-    scores = llm.score_choices(request)
-    step.record_llm(request.purpose or step.name, scores.prompt_tokens,
-                    sum(scores.token_counts), scores.seconds)
-    return scores
 
 
 def _norm(text: str) -> str:

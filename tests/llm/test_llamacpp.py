@@ -3,6 +3,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,7 +11,14 @@ import pytest
 
 from faithrag.errors import InputTooLargeError, ModelNotFoundError, RuntimeUnavailableError
 from faithrag.llm import llamacpp
-from faithrag.llm.base import ChoiceRequest, GenerationRequest, Message, TokenBias, user_prompt
+from faithrag.llm.base import (
+    ChoiceRequest,
+    GenerationRequest,
+    Message,
+    TokenBias,
+    score_choices_under,
+    user_prompt,
+)
 from faithrag.llm.llamacpp import DenseBias, LlamaCppLLM
 
 QUESTION = user_prompt("What is the capital of France? Answer with one word.")
@@ -141,6 +149,18 @@ def test_bias_moves_choice_scoring(llm):
     assert biased.logprobs[1] > plain.logprobs[1]
     assert biased.logprobs[0] < plain.logprobs[0]  # a boosted rival takes mass from Paris
     assert all(lp < 0 for lp in plain.logprobs + biased.logprobs)
+
+
+@pytest.mark.model
+def test_scoring_under_several_biases_equals_one_call_per_bias(llm):
+    request = ChoiceRequest(QUESTION, (" Paris", " Berlin, in Germany"), answer_prefix="Answer:")
+    biases = [None, TokenBias.from_sets([(8.0, llm.tokenize(" Berlin"))]),
+              TokenBias.from_sets([(-3.0, llm.tokenize(" Paris")), (1.0, llm.tokenize(" in"))])]
+    together = score_choices_under(llm, request, biases)
+    alone = [llm.score_choices(replace(request, bias=b)) for b in biases]
+    assert [t.logprobs for t in together] == [a.logprobs for a in alone]  # exact, not approx
+    assert [t.shared_pass for t in together] == [False, True, True]
+    assert together[1].logprobs[1] > together[0].logprobs[1]  # the biases did act
 
 
 @pytest.mark.model

@@ -11,7 +11,10 @@ options scored with the same bias), and the plain short-answer prompt for free-f
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from faithrag.config import CSRAGConfig
+from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.choice_scoring import answer_by_scoring
 from faithrag.methods.cot_json import answer_json
@@ -21,6 +24,23 @@ from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
 from faithrag.methods.vanilla import answer_plain
 from faithrag.types import Answer, Passage, Question, Step, Trace
+
+
+class AblationCell(NamedTuple):
+    alpha: float
+    beta: float
+    filter_stopwords: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"a={self.alpha:g} b={self.beta:g}" + ("" if self.filter_stopwords else " +stop")
+
+
+# The paper's decoding ablations: alpha swept at beta = 3, beta swept at alpha = -1, boost only
+# (0, 3), suppress only (-1, 0), neither (0, 0: plain choice scoring), stopwords not filtered.
+ABLATION_GRID = tuple(AblationCell(a, b) for a, b in (
+    (0, 0), (0, 3), (-1, 3), (-3, 3), (-5, 3), (-1, 0), (-1, 1), (-1, 5))) + (
+    AblationCell(-1, 3, filter_stopwords=False),)
 
 
 def enhanced_context(passages: list[Passage], paraphrases: list[Paraphrases]) -> list[Passage]:
@@ -46,6 +66,10 @@ class CSRAG:
         self.answer_tokens = answer_tokens
         self.paraphraser = paraphraser or Paraphraser(llm, self.config.paraphrase_tokens)
         self.facts_cache = facts_cache
+        if self.config.ablation_grid and self.config.answer_mode != "choices":
+            raise ConfigError("csrag.ablation_grid needs choice-scored answers.",
+                              "Use --method csrag_choices: the cells are read off one forward "
+                              "pass there, whereas a JSON answer needs one decode per cell.")
 
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         cfg = self.config
@@ -73,6 +97,7 @@ class CSRAG:
             evidence = content_token_ids(self.llm, "\n".join(p.text for p in context),
                                          cfg.filter_stopwords)
             bias = csrag_bias(parametric, evidence, cfg.alpha, cfg.beta)
+            variants = self._ablation_biases(facts.text, context, parametric, evidence)
             step.outputs = {
                 "parametric_tokens": len(parametric), "context_tokens": len(evidence),
                 "overlap": len(parametric & evidence),
@@ -81,19 +106,29 @@ class CSRAG:
 
         with trace.step("generate", self.name, question=question.text,
                         passages=[p.id for p in context]) as step:
-            answer = self._answer(question, context, bias, step)
+            answer = self._answer(question, context, bias, step, variants)
             if cfg.probe_choices and question.choices:
                 step.outputs["choice_probabilities"] = self._probe(question, context, bias, step)
             step.outputs.update({"answer": answer.text, "reason": answer.reason,
                                  "parse_status": answer.parse_status})
         return answer
 
+    def _ablation_biases(self, facts: str, context: list[Passage], parametric: set[int],
+                         evidence: set[int]) -> dict[str, TokenBias]:
+        if not self.config.ablation_grid:
+            return {}
+        unfiltered = (content_token_ids(self.llm, facts, False),
+                      content_token_ids(self.llm, "\n".join(p.text for p in context), False))
+        return {cell.label: csrag_bias(*((parametric, evidence) if cell.filter_stopwords
+                                         else unfiltered), cell.alpha, cell.beta)
+                for cell in ABLATION_GRID}
+
     def _answer(self, question: Question, context: list[Passage], bias: TokenBias,
-                step: Step) -> Answer:
+                step: Step, variants: dict[str, TokenBias]) -> Answer:
         if not question.choices:
             return answer_plain(self.llm, question, context, step, self.answer_tokens, bias)
         if self.config.answer_mode == "choices":
-            return answer_by_scoring(self.llm, question, context, step, bias)
+            return answer_by_scoring(self.llm, question, context, step, bias, variants)
         return answer_json(self.llm, question, context, step, self.max_tokens, bias)
 
     def _probe(self, question: Question, context: list[Passage], bias: TokenBias,

@@ -1,7 +1,10 @@
+import pytest
+
 from faithrag.config import CSRAGConfig
+from faithrag.errors import ConfigError
 from faithrag.llm.base import ChoiceRequest, GenerationRequest
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.csrag import CSRAG, enhanced_context
+from faithrag.methods.csrag import ABLATION_GRID, CSRAG, enhanced_context
 from faithrag.methods.csrag.paraphrase import Paraphrases
 from faithrag.types import Passage, Question, Trace
 
@@ -81,6 +84,29 @@ def test_bias_flips_a_choice_scored_answer_and_zero_weights_do_not():
     assert biased.text == "Sydney" and isinstance(llm.calls[-1], ChoiceRequest)
     plain, _, _ = run(CSRAGConfig(answer_mode="choices", alpha=0.0, beta=0.0), llm=make())
     assert plain.text == "Canberra"
+
+
+def test_ablation_grid_scores_every_cell_and_each_matches_its_own_run():
+    prior = {"Canberra": 0.0, "Sydney": -1.5}
+    make = lambda: FakeLLM(respond, choice_prior=prior.__getitem__)
+    answer, trace, llm = run(CSRAGConfig(answer_mode="choices", ablation_grid=True), llm=make())
+    cells = answer.meta["variants"]
+    assert list(cells) == [cell.label for cell in ABLATION_GRID]
+    for cell in ABLATION_GRID:
+        alone, _, _ = run(CSRAGConfig(answer_mode="choices", alpha=cell.alpha, beta=cell.beta,
+                                      filter_stopwords=cell.filter_stopwords), llm=make())
+        assert cells[cell.label]["choice_index"] == alone.choice_index, cell.label
+    assert cells["a=0 b=0"]["choice_index"] == 1 and cells["a=-1 b=3"]["choice_index"] == 0
+    assert answer.choice_index == cells["a=-1 b=3"]["choice_index"]
+    # the fake has no shared pass: one scoring call per cell, each recorded
+    scoring = [c for c in trace.steps[-1].llm_calls if c.purpose == "score_choices"]
+    assert len(scoring) == 1 + len(ABLATION_GRID) == sum(isinstance(c, ChoiceRequest)
+                                                          for c in llm.calls)
+
+
+def test_ablation_grid_is_refused_for_json_answers():
+    with pytest.raises(ConfigError, match="csrag_choices"):
+        CSRAG(FakeLLM(respond), CSRAGConfig(ablation_grid=True))
 
 
 def test_unparsable_json_is_a_counted_failure_never_an_option():

@@ -1,0 +1,87 @@
+"""Accuracy of every CSRAG ablation cell, from csrag_choices runs made with
+`--set csrag.ablation_grid=true` (each item's options scored under every cell's bias from one
+forward pass; see `faithrag.methods.csrag.ABLATION_GRID`).
+
+Per run: each cell's accuracy with its Wilson interval, and the cell paired with the unbiased
+cell `a=0 b=0` (plain choice scoring, the same prompt without the control): difference with a
+paired bootstrap interval, items gained / lost, exact McNemar p, and the share of the unbiased
+cell's errors the cell removes. Items that failed (error) count as wrong in every cell.
+
+    python benchmarks/csrag_grid.py runs/csrag/grid/* > runs/csrag/grid/report.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from faithrag.eval.metrics import paired_difference, wilson_interval
+from faithrag.methods.csrag import ABLATION_GRID
+
+BASELINE = "a=0 b=0"
+
+
+def cell_outcomes(records: list[dict]) -> tuple[dict[str, list[bool]], int]:
+    """Per cell label, whether each scored item was answered right; and how many failed."""
+    outcomes: dict[str, list[bool]] = {cell.label: [] for cell in ABLATION_GRID}
+    failed = 0
+    for record in records:
+        if record.get("parse_status") == "skipped":
+            continue  # no two-way choice for this item
+        variants = (record.get("extra") or {}).get("variants")
+        if not variants:  # the item failed before its options were scored
+            failed += 1
+        for label, seen in outcomes.items():
+            seen.append(bool(variants) and
+                        variants[label]["choice_index"] == record.get("gold_index"))
+    return outcomes, failed
+
+
+def load_records(run: Path) -> list[dict]:
+    with open(run / "results.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_table(run: Path) -> list[str]:
+    records = load_records(run)
+    outcomes, failed = cell_outcomes(records)
+    base = outcomes[BASELINE]
+    if not base:
+        return [f"### {run.name}", "", "no scored items", ""]
+    base_errors = len(base) - sum(base)
+    lines = [f"### {run.name} (n = {len(base)}, failed items {failed})", "",
+             ("| cell | accuracy [95% CI] | vs a=0 b=0 [95% CI] | gained / lost | McNemar p "
+             "| errors removed |"), "|---|---|---|---|---:|---:|"]
+    for label, seen in outcomes.items():
+        low, high = wilson_interval(sum(seen), len(seen))
+        acc = f"{100 * sum(seen) / len(seen):.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+        if label == BASELINE:
+            lines.append(f"| {label} (no control) | {acc} | | | | |")
+            continue
+        paired = paired_difference(seen, base)
+        d_low, d_high = paired["difference_ci"]
+        removed = (f"{100 * (paired['only_a'] - paired['only_b']) / base_errors:.0f} %"
+                   if base_errors else "n/a")
+        lines.append(f"| {label} | {acc} | {100 * paired['difference']:+.1f} "
+                     f"[{100 * d_low:+.0f}, {100 * d_high:+.0f}] | {paired['only_a']} / "
+                     f"{paired['only_b']} | {paired['mcnemar_p']:.2f} | {removed} |")
+    return [*lines, ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="csrag_choices run directories")
+    args = parser.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / "results.jsonl").is_file()]
+    if missing:
+        print(f"no results.jsonl in: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    for run in args.runs:
+        print("\n".join(run_table(run)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

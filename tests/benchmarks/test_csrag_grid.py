@@ -1,0 +1,59 @@
+import importlib.util
+import json
+from pathlib import Path
+
+from faithrag.config import Config
+from faithrag.eval.runner import EvalSpec, run_eval
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import build_generator
+from faithrag.methods.csrag import ABLATION_GRID
+from faithrag.pipeline import Pipeline
+
+_spec = importlib.util.spec_from_file_location(
+    "csrag_grid", Path(__file__).resolve().parents[2] / "benchmarks" / "csrag_grid.py")
+csrag_grid = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(csrag_grid)
+
+
+def write_set(path):
+    """Three items whose context says Sydney; the fake model "remembers" Canberra."""
+    path.write_text("".join(json.dumps({
+        "id": f"t::{i}", "question": "What is the capital of Australia?",
+        "context": "Since 2031 the capital is Sydney.", "choices": ["Canberra", "Sydney"],
+        "answer_idx": 1, "answer": "Sydney", "answers": ["Sydney"]}) + "\n" for i in range(3)))
+    return path
+
+
+def responder(request):
+    return "- Canberra is the capital." if request.purpose == "facts" else "Sydney"
+
+
+def test_grid_run_reports_every_cell_against_plain_scoring(tmp_path):
+    config = Config.load(None, {"llm.backend": "fake", "csrag.ablation_grid": True,
+                                "csrag.enhance_context": False, "use_cache": False})
+    llm = FakeLLM(responder, choice_prior={"Canberra": 0.0, "Sydney": -1.5}.__getitem__)
+    spec = EvalSpec("set", method="csrag_choices", file=str(write_set(tmp_path / "set.jsonl")))
+    run_eval(spec, config, tmp_path / "run", llm, lambda cfg, model, retriever: Pipeline(
+        build_generator(spec.method, model, cfg, retriever), retriever), progress=False)
+
+    outcomes, failed = csrag_grid.cell_outcomes(csrag_grid.load_records(tmp_path / "run"))
+    assert failed == 0 and list(outcomes) == [c.label for c in ABLATION_GRID]
+    assert outcomes["a=0 b=0"] == [False] * 3 and outcomes["a=-1 b=3"] == [True] * 3
+    table = "\n".join(csrag_grid.run_table(tmp_path / "run"))
+    assert "| a=-1 b=3 | 100.0 [43.9, 100.0] | +100.0" in table
+    assert "| 3 / 0 |" in table and "100 %" in table
+
+
+def test_failed_items_count_wrong_in_every_cell_and_skipped_items_not_at_all():
+    records = [{"parse_status": "error", "extra": {}},
+               {"parse_status": "skipped"},
+               {"parse_status": "ok", "gold_index": 0,
+                "extra": {"variants": {c.label: {"choice_index": 0} for c in ABLATION_GRID}}}]
+    outcomes, failed = csrag_grid.cell_outcomes(records)
+    assert failed == 1
+    assert all(seen == [False, True] for seen in outcomes.values())
+
+
+def test_missing_run_is_a_clear_error(tmp_path, capsys):
+    assert csrag_grid.main([str(tmp_path / "nowhere")]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
