@@ -19,6 +19,7 @@ PYTHON=${PYTHON:-python}
 SETS=${SETS:-"faitheval_counterfactual kre_musique kre_squad cofaithfulqa_nq cofaithfulqa_hotpotqa cofaithfulqa_newsqa"}
 BASELINES=${BASELINES:-"closed_book vanilla cot_json"}
 METHODS=${METHODS:-"csrag csrag_choices"}
+GOLDEN=${GOLDEN:-"kre_musique kre_squad"}  # the sets with golden (non-conflict) contexts
 
 run() {  # run DIR ARGS...: one resumable eval run, its wall time appended to timings.txt
   local dir=$1; shift
@@ -40,7 +41,7 @@ if [[ $PART == main || $PART == all ]]; then
 fi
 
 if [[ $PART == golden || $PART == all ]]; then  # KRE golden contexts: no conflict
-  for set in kre_musique kre_squad; do
+  for set in $GOLDEN; do
     for method in cot_json csrag; do
       run "$OUT/golden/$set-$method" --dataset "$set" --context golden --method "$method" \
         --limit "$N"
@@ -69,7 +70,7 @@ if [[ $PART == grid || $PART == all ]]; then
     run "$OUT/grid/$name" --method csrag_choices --limit "$N" --set csrag.enhance_context=false \
       --set csrag.ablation_grid=true "$@"; }
   for set in $SETS; do grid "$set" --dataset "$set"; done
-  for set in kre_musique kre_squad; do grid "$set-golden" --dataset "$set" --context golden; done
+  for set in $GOLDEN; do grid "$set-golden" --dataset "$set" --context golden; done
 fi
 
 [[ -d $OUT/grid ]] && $PYTHON benchmarks/csrag_grid.py "$OUT"/grid/*/ > "$OUT/grid/report.md"
