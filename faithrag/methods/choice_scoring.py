@@ -44,7 +44,7 @@ def answer_by_scoring(llm: LLM, question: Question, passages: list[Passage], ste
     meta: dict[str, object] = {"choice_probabilities": dict(zip(choices, scores.probabilities()))}
     if names:
         meta["variants"] = {name: {"choice_index": s.best,
-                                   "probabilities": [round(p, 4) for p in s.probabilities()]}
+                                   "probabilities": s.probabilities()}
                             for name, s in zip(names, every[1:])}
     return Answer(text=choices[scores.best], choice_index=scores.best, meta=meta)
 

@@ -133,9 +133,9 @@ class CSRAG:
 
     def _probe(self, question: Question, context: list[Passage], bias: TokenBias,
                step: Step) -> dict[str, dict[str, float]]:
-        """Option probabilities with and without the bias (the paper's Figure 3)."""
-        out = {}
-        for label, b in (("without_bias", None), ("with_bias", bias)):
-            scored = answer_by_scoring(self.llm, question, context, step, b)
-            out[label] = scored.meta["choice_probabilities"]
-        return out
+        """Option probabilities with and without the bias (the paper's Figure 3), both read off
+        one scoring pass."""
+        scored = answer_by_scoring(self.llm, question, context, step, None, {"with_bias": bias})
+        with_bias = scored.meta["variants"]["with_bias"]["probabilities"]
+        return {"without_bias": scored.meta["choice_probabilities"],
+                "with_bias": dict(zip(question.choices or (), with_bias))}
