@@ -6,6 +6,9 @@ Per run: each cell's accuracy with its Wilson interval, and the cell paired with
 cell `a=0 b=0` (plain choice scoring, the same prompt without the control): difference with a
 paired bootstrap interval, items gained / lost, exact McNemar p, and the share of the unbiased
 cell's errors the cell removes. Items that failed (error) count as wrong in every cell.
+Below each table, the time per item: the facts step, the scoring step (which alone is plain
+choice scoring), and their ratio, CSRAG's latency over the same-prompt baseline's, as medians
+over the items of the run (facts served from the cache take ~0 s and are counted apart).
 
     python benchmarks/csrag_grid.py runs/csrag/grid/* > runs/csrag/grid/report.md
 """
@@ -16,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from statistics import median
 
 from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.methods.csrag import ABLATION_GRID
@@ -44,6 +48,25 @@ def load_records(run: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def stage_seconds(record: dict, stage: str) -> float:
+    stages = (record.get("trace") or {}).get("stages", [])
+    return sum(s["seconds"] for s in stages if s["stage"] == stage)
+
+
+def timing_line(records: list[dict]) -> str:
+    timed = [(stage_seconds(r, "facts"), stage_seconds(r, "generate")) for r in records
+             if (r.get("extra") or {}).get("variants")]
+    fresh = [(f, g) for f, g in timed if f >= 0.5]  # facts generated, not read from the cache
+    if not timed:
+        return "no timed items"
+    line = (f"time per item (median): scoring {median(g for _, g in timed):.1f} s; ")
+    if not fresh:
+        return line + "facts all cached"
+    return line + (f"facts {median(f for f, _ in fresh):.1f} s ({len(fresh)} generated, "
+                   f"{len(timed) - len(fresh)} cached); (facts + scoring) / scoring "
+                   f"{median((f + g) / g for f, g in fresh if g > 0):.2f}×")
+
+
 def run_table(run: Path) -> list[str]:
     records = load_records(run)
     outcomes, failed = cell_outcomes(records)
@@ -67,7 +90,7 @@ def run_table(run: Path) -> list[str]:
         lines.append(f"| {label} | {acc} | {100 * paired['difference']:+.1f} "
                      f"[{100 * d_low:+.0f}, {100 * d_high:+.0f}] | {paired['only_a']} / "
                      f"{paired['only_b']} | {paired['mcnemar_p']:.2f} | {removed} |")
-    return [*lines, ""]
+    return [*lines, "", timing_line(records), ""]
 
 
 def main(argv: list[str] | None = None) -> int:

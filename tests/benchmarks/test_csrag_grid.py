@@ -57,3 +57,16 @@ def test_failed_items_count_wrong_in_every_cell_and_skipped_items_not_at_all():
 def test_missing_run_is_a_clear_error(tmp_path, capsys):
     assert csrag_grid.main([str(tmp_path / "nowhere")]) == 2
     assert "no results.jsonl" in capsys.readouterr().err
+
+
+def test_timing_separates_cached_facts_and_gives_the_median_ratio():
+    def record(facts, scoring):
+        return {"extra": {"variants": {"a=0 b=0": {"choice_index": 0}}},
+                "trace": {"stages": [{"stage": "facts", "seconds": facts},
+                                     {"stage": "bias", "seconds": 0.01},
+                                     {"stage": "generate", "seconds": scoring}]}}
+    line = csrag_grid.timing_line([record(10, 10), record(30, 10), record(0.01, 12),
+                                   {"extra": {}, "trace": {}}])
+    assert "scoring 10.0 s" in line and "facts 20.0 s (2 generated, 1 cached)" in line
+    assert "scoring 3.00×" in line
+    assert csrag_grid.timing_line([record(0.0, 5)]).endswith("facts all cached")
