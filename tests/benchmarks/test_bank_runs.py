@@ -67,6 +67,14 @@ def test_strip_record_refuses_partial_lines():
     assert bank_runs.strip_record('["not", "a", "record"]') is None
 
 
+def test_option_texts_keying_probabilities_are_dropped_and_the_order_kept():
+    line = json.dumps({"id": "x", "choices": ["Sydney", "Canberra"], "gold_index": 1,
+                       "extra": {"choice_probabilities": {"Sydney": 0.2, "Canberra": 0.8}}})
+    record = json.loads(bank_runs.strip_record(line))
+    assert record["extra"]["choice_probabilities"] == [0.2, 0.8]
+    assert "Sydney" not in json.dumps(record) and record["gold_index"] == 1
+
+
 def test_restored_hostile_run_resumes_in_another_folder(hostile_data, tmp_path):
     from faithrag.eval.hostile_runner import run_hostile
     from faithrag.eval.hostile_settings import build_setting
