@@ -183,4 +183,3 @@ def score_choices_under(llm: LLM, request: ChoiceRequest,
     if shared is not None:
         return shared(request, biases)
     return [llm.score_choices(replace(request, bias=b)) for b in biases]
-
