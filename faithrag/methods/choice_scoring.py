@@ -35,17 +35,16 @@ def answer_by_scoring(llm: LLM, question: Question, passages: list[Passage], ste
     reserve = max(len(llm.tokenize(ANSWER_PREFIX + c)) for c in choices) + 8
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve, step)
     request = ChoiceRequest(fitted.messages, choices, ANSWER_PREFIX, bias, purpose="score_choices")
-    names = list(variants or {})
-    every = score_choices_under(llm, request, [bias, *(variants or {}).values()])
+    variants = dict(variants or {})
+    every = score_choices_under(llm, request, [bias, *variants.values()])
     for scored in (s for s in every if not s.shared_pass):
         step.record_llm(request.purpose, scored.prompt_tokens, sum(scored.token_counts),
                         scored.seconds)
     scores = every[0]
     meta: dict[str, object] = {"choice_probabilities": dict(zip(choices, scores.probabilities()))}
-    if names:
-        meta["variants"] = {name: {"choice_index": s.best,
-                                   "probabilities": s.probabilities()}
-                            for name, s in zip(names, every[1:])}
+    if variants:
+        meta["variants"] = {name: {"choice_index": s.best, "probabilities": s.probabilities()}
+                            for name, s in zip(variants, every[1:])}
     return Answer(text=choices[scores.best], choice_index=scores.best, meta=meta)
 
 

@@ -38,9 +38,10 @@ class AblationCell(NamedTuple):
 
 # The paper's decoding ablations: alpha swept at beta = 3, beta swept at alpha = -1, boost only
 # (0, 3), suppress only (-1, 0), neither (0, 0: plain choice scoring), stopwords not filtered.
-ABLATION_GRID = tuple(AblationCell(a, b) for a, b in (
-    (0, 0), (0, 3), (-1, 3), (-3, 3), (-5, 3), (-1, 0), (-1, 1), (-1, 5))) + (
-    AblationCell(-1, 3, filter_stopwords=False),)
+ABLATION_GRID = (
+    AblationCell(0, 0), AblationCell(0, 3), AblationCell(-1, 3), AblationCell(-3, 3),
+    AblationCell(-5, 3), AblationCell(-1, 0), AblationCell(-1, 1), AblationCell(-1, 5),
+    AblationCell(-1, 3, filter_stopwords=False))
 
 
 def enhanced_context(passages: list[Passage], paraphrases: list[Paraphrases]) -> list[Passage]:
