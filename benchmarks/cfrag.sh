@@ -18,6 +18,7 @@ OUT=${OUT:-runs/cfrag}
 SETS=${SETS:-"hotpotqa_distractor popqa"}
 LEVELS=${LEVELS:-"0 2 4 8 16"}
 ABLATION_LEVEL=${ABLATION_LEVEL:-16}
+ABLATIONS=${ABLATIONS-"cfrag_no_counterfactuals cfrag_no_division cfrag_no_causal"}  # "" skips them
 SCORER=${SCORER:-llm_judge}  # s(q, e) of the causal score: llm_judge | bi_encoder
 BATCH_ITEMS=${BATCH_ITEMS:-2}  # items for the batching measurement (0 skips it)
 FAITHRAG=${FAITHRAG:-faithrag}
@@ -50,7 +51,7 @@ for set in $SETS; do
     evaluate "$set" vanilla "$level" "$OUT/main"
     evaluate "$set" cfrag "$level" "$OUT/main"
   done
-  for ablation in cfrag_no_counterfactuals cfrag_no_division cfrag_no_causal; do
+  for ablation in $ABLATIONS; do
     evaluate "$set" "$ablation" "$ABLATION_LEVEL" "$OUT/ablations"
   done
 done
@@ -60,7 +61,10 @@ compare=()
 for set in $SETS; do
   compare+=("$OUT/main/$set-vanilla-d$ABLATION_LEVEL" "$OUT/main/$set-cfrag-d$ABLATION_LEVEL")
 done
-$FAITHRAG report "${compare[@]}" "$OUT/ablations" --compare --out "$OUT/ablations/report"
+ablation_runs=()
+if [ -n "$ABLATIONS" ]; then ablation_runs=("$OUT/ablations"); fi
+$FAITHRAG report "${compare[@]}" ${ablation_runs[@]+"${ablation_runs[@]}"} --compare \
+  --out "$OUT/ablations/report"
 
 # Speed at N = 0: per-stage seconds, calls and tokens from the traces of the runs above (bench
 # resumes the finished run, so only its rate calibration costs time).
