@@ -1,0 +1,55 @@
+import importlib.util
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faithrag.config import Config
+from faithrag.eval.datasets import RankItem, RankPassage
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods.crossval import build_crossval
+
+_spec = importlib.util.spec_from_file_location(
+    "crossval_verdicts",
+    Path(__file__).resolve().parents[2] / "benchmarks" / "crossval_verdicts.py")
+crossval_verdicts = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(crossval_verdicts)
+
+
+def item(*passages):
+    return RankItem("t::1", "test", "When was the bridge opened?",
+                    [RankPassage(pid, text, relevance, contrary)
+                     for pid, text, relevance, contrary in passages])
+
+
+BRIDGE = item(("p0", "The bridge opened in 1932.", 2, False),
+              ("p1", "The bridge opened in 1990.", 1, True),
+              ("p2", "Its opening in 1932 drew crowds.", 1, False))
+
+
+def test_known_pair_takes_the_most_relevant_true_passage_and_needs_a_third():
+    true, contrary, others = crossval_verdicts.known_pair(BRIDGE)
+    assert (true.id, contrary.id, [p.id for p in others]) == ("p0", "p1", ["p2"])
+    assert crossval_verdicts.known_pair(item(("p0", "a", 2, False), ("p1", "b", 0, True))) is None
+    assert crossval_verdicts.known_pair(item(("p0", "a", 2, False), ("p1", "b", 0, False),
+                                             ("p2", "c", 1, False))) is None
+
+
+def test_a_model_that_always_says_a_is_right_once_and_averages_to_a_coin():
+    """The position-biased verdict the 1.5B model showed: 'A' whatever A is."""
+    config = Config.load(None, {"llm.backend": "fake"})
+    llm = FakeLLM(default="Reason: they disagree.\nFalse passage: A",
+                  choice_prior={"A": 0.0, "B": -2.0}.__getitem__)
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), BRIDGE)
+    assert [o["verdict"] for o in record["orders"]] == ["A", "A"]
+    assert [o["contrary_shown_as"] for o in record["orders"]] == ["B", "A"]
+    assert abs(record["p_contrary_false"] - 0.5) < 1e-9
+    scoring = [c for c in llm.calls if getattr(c, "purpose", "") == "verdict_probability"]
+    assert [c.answer_prefix for c in scoring] == ["Reason: they disagree.\nFalse passage: "] * 2
+
+
+@given(st.text(max_size=200))
+def test_verdict_prefix_always_ends_at_a_verdict_label(reply):
+    prefix = crossval_verdicts.verdict_prefix(reply)
+    assert prefix.lower().endswith("false passage:")
+    assert prefix == reply[: len(prefix)] or prefix == reply.rstrip() + "\nFalse passage:"
