@@ -1,17 +1,21 @@
 """How often crossval's cross-validation step names the false side of a KNOWN conflicting pair.
 
 Detection aside, the method stands on this verdict. For each ranking item holding a contrary
-passage and a relevant non-contrary one, the pair (true, contrary) goes through crossval's own
-validation prompt, the remaining passages of the item as the cross-checking evidence, in both
-orders (true shown as A, then contrary shown as A), in one generate() call. Per order it records
-- the generated verdict (as the method reads it), and
-- P(A) vs P(B) scored right after the model's own "False passage:" line (one scoring pass on the
-  cached prompt), so that the position bias can be averaged out:
-  P(contrary false) = mean over the two orders of P(label the contrary passage had).
-Prints the verdict accuracy per order, how often both orders agree (what `both_orders` needs to
-remove anything), and the order-averaged accuracy. One JSON line per item in --out, resumable.
+passage and a relevant non-contrary one, the pair (true, contrary) is judged with the item's
+remaining passages as the cross-checking evidence, by either verdict of `rerank.verdict`:
+- pairwise (the paper's): crossval's own validation prompt in both orders (true shown as A,
+  then contrary shown as A), in one generate() call. Per order it records the generated verdict
+  (as the method reads it) and P(A) vs P(B) scored right after the model's own "False passage:"
+  line, so that the position bias can be averaged out: P(contrary false) = mean over the two
+  orders of P(label the contrary passage had).
+- support: each side's answer, then each other passage's yes/no support for it; the side with
+  fewer votes is removed (faithrag.methods.crossval).
+Prints, per verdict, how often the contrary passage would be removed (the pairwise verdict
+removes only when both orders agree), how often the true one would, and the order-averaged
+accuracy. One JSON line per item in --out, resumable.
 
-    python benchmarks/crossval_verdicts.py --dataset ramdocs_rank --items 30 --out runs/verdicts.jsonl
+    python benchmarks/crossval_verdicts.py --dataset ramdocs_rank --items 30 \
+      --verdicts support pairwise --out runs/verdicts.jsonl
 """
 
 from __future__ import annotations
@@ -55,18 +59,31 @@ def verdict_prefix(reply: str) -> str:
     return reply.rstrip() + "\nFalse passage:"
 
 
-def judge(reranker, item: RankItem) -> dict | None:
+def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",)) -> dict | None:
     pair = known_pair(item)
     if pair is None:
         return None
     true, contrary, others = pair
     question = Question(item.query, item.id)
+    record = {"id": item.id, "contrary": contrary.id}
+    if "support" in verdicts:
+        with Trace().step("rerank", "verdicts") as step:
+            status, verdict = reranker.support_verdict(question, true, contrary, others, step)
+        record["support"] = {"status": status,
+                             "removed": verdict[0].id if verdict else None,
+                             **{k: step.outputs.get(k) for k in ("answers", "votes", "support")}}
+    if "pairwise" in verdicts:
+        record.update(pairwise(reranker, question, true, contrary, others))
+    return record
+
+
+def pairwise(reranker, question: Question, true, contrary, others) -> dict:
     trace = Trace()
     orders = [(true, contrary), (contrary, true)]
     with trace.step("rerank", "verdicts") as step:
         requests = [reranker._validation_request(question, x, y, others, step) for x, y in orders]
     replies = [c.text for c in reranker.llm.generate(requests)]
-    record = {"id": item.id, "orders": []}
+    record = {"orders": []}
     for (x, _), request, reply in zip(orders, requests, replies):
         parsed = parse_verdict(reply)
         scores = reranker.llm.score_choices(ChoiceRequest(
@@ -84,30 +101,43 @@ def judge(reranker, item: RankItem) -> dict | None:
     return record
 
 
+def rate(hits: int, n: int) -> str:
+    low, high = wilson_interval(hits, n)
+    return f"{hits}/{n} = {hits / n:.0%} [{low:.0%}, {high:.0%}]"
+
+
 def summarise(records: list[dict]) -> None:
+    support = [r["support"] for r in records if "support" in r]
+    contrary = [r["contrary"] for r in records if "support" in r]
+    if support:
+        n = len(support)
+        right = sum(s["removed"] == c for s, c in zip(support, contrary))
+        wrong = sum(s["removed"] not in (None, c) for s, c in zip(support, contrary))
+        statuses = {st: sum(s["status"] == st for s in support)
+                    for st in sorted({s["status"] for s in support})}
+        print(f"support verdict: removes the contrary passage {rate(right, n)}, the true one "
+              f"{rate(wrong, n)}; statuses {statuses}")
+    records = [r for r in records if "orders" in r]
+    if not records:
+        return
     n = len(records)
-
-    def rate(hits: int) -> str:
-        low, high = wilson_interval(hits, n)
-        return f"{hits}/{n} = {hits / n:.0%} [{low:.0%}, {high:.0%}]"
-
     for k, name in enumerate(("true shown as A", "contrary shown as A")):
         orders = [r["orders"][k] for r in records]
         right = sum(o["verdict"] == o["contrary_shown_as"] for o in orders)
         said_a = sum(o["verdict"] == "A" for o in orders)
         unread = sum(o["verdict"] not in PAIR_LABELS for o in orders)
-        print(f"generated verdict, {name}: correct {rate(right)}; named A {said_a}, "
+        print(f"pairwise verdict, {name}: correct {rate(right, n)}; named A {said_a}, "
               f"unreadable or None {unread}; mean P(A) "
               f"{statistics.mean(o['p_A'] for o in orders):.2f}")
     both = sum(all(o["verdict"] == o["contrary_shown_as"] for o in r["orders"]) for r in records)
-    agree = sum(len({o["verdict"] == o["contrary_shown_as"] for o in r["orders"]}) == 1
-                and r["orders"][0]["verdict"] in PAIR_LABELS
-                and r["orders"][1]["verdict"] in PAIR_LABELS for r in records)
-    print(f"both orders name the contrary passage (crossval removes it): {rate(both)}")
-    print(f"both orders name the same passage (right or wrong): {rate(agree)}")
+    flipped = sum(all(o["verdict"] in PAIR_LABELS and o["verdict"] != o["contrary_shown_as"]
+                      for o in r["orders"]) for r in records)
+    print(f"pairwise, both orders: removes the contrary passage {rate(both, n)}, the true one "
+          f"{rate(flipped, n)}")
     averaged = sum(r["p_contrary_false"] > 0.5 for r in records)
-    print(f"order-averaged probability names the contrary passage: {rate(averaged)}; "
-          f"median P(contrary false) {statistics.median(r['p_contrary_false'] for r in records):.2f}")
+    print(f"pairwise, order-averaged probability names the contrary passage: "
+          f"{rate(averaged, n)}; median P(contrary false) "
+          f"{statistics.median(r['p_contrary_false'] for r in records):.2f}")
 
 
 def main() -> None:
@@ -117,6 +147,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=30)
     parser.add_argument("--model", default="default")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise"),
+                        default=["support", "pairwise"])
     parser.add_argument("--out", required=True, help="JSON lines, one per item (resumed)")
     args = parser.parse_args()
 
@@ -133,15 +165,17 @@ def main() -> None:
                 break
             if item.id in done:
                 continue
-            record = judge(reranker, item)
+            record = judge(reranker, item, tuple(args.verdicts))
             if record is None:
                 continue
             records.append(record)
             sink.write(json.dumps(record) + "\n")
             sink.flush()
-            print(f"{len(records)}/{args.items} {item.id}: P(contrary false) "
-                  f"{record['p_contrary_false']:.2f}, verdicts "
-                  f"{[o['verdict'] for o in record['orders']]}", flush=True)
+            support = record.get("support", {})
+            print(f"{len(records)}/{args.items} {item.id}: support removes "
+                  f"{support.get('removed')} ({support.get('status')}, contrary "
+                  f"{record['contrary']}); pairwise {[o['verdict'] for o in record.get('orders', [])]}",
+                  flush=True)
     summarise(records[: args.items])
 
 

@@ -120,6 +120,10 @@ class RerankConfig(_Strict):
     passage_tokens: int = Field(400, ge=16)
     reason_tokens: int = Field(160, ge=16)  # cross-validation reply: reason + verdict
     both_orders: bool = True  # crossval: judge the pair as (A, B) and (B, A), remove if both agree
+    # crossval's cross-validation: "pairwise" (the paper: one judgement of A vs B with a reason)
+    # or "support" (each side's answer, then each other passage's yes/no support for it; vote)
+    verdict: Literal["pairwise", "support"] = "pairwise"
+    answer_tokens: int = Field(24, ge=4)  # "support": the reply budget of a side's answer
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:

@@ -12,6 +12,14 @@ Each round has two steps:
    verdicts name it: the 1.5B model answered "A" whatever A was. A pair left standing (order-
    dependent verdicts, or a reply that says None) removes nothing, and the next round's
    detection is told that this pair was checked (naming it again counts as no conflict).
+   With `verdict="support"` (our alternative, for models whose pairwise verdict follows the
+   order the pair is shown in) the judgement is decomposed into calls a small model can make:
+   each side's answer to the question, read off that passage alone (one batched call), then,
+   for every other passage, the yes/no probability that it supports each answer (choice
+   scoring, no generation). An other passage votes for the answer it supports (P(yes) > 0.5 and
+   above the other side's); the side with fewer votes is removed. Same answers, a side that
+   gives none, or a tied vote remove nothing. This checks the paper's first criterion
+   (consistency with the other passages) only.
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
@@ -35,10 +43,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.methods.base import RemovedPassage, RerankResult
+from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
+from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.listwise import (
     ListwiseRanker,
     cut_text,
@@ -83,6 +93,18 @@ VALIDATE_INSTRUCTION = (
     "False passage: <A or B>")
 PAIR_LABELS = ("A", "B")
 STATUS_INCONSISTENT = "inconsistent"  # the two orders named different passages
+STATUS_TIED = "tied"  # "support": the other passages support neither side more
+UNDECIDED = (STATUS_NONE, STATUS_INCONSISTENT, STATUS_TIED)  # the pair stands, is not asked again
+
+SIDE_SYSTEM = "You read one passage and answer a question from it alone. " + DATA_NOT_INSTRUCTIONS
+SIDE_INSTRUCTION = (
+    "What answer to the question does this passage give? Reply in one line: \"ANSWER: <a short "
+    "phrase>\", or \"ANSWER: NOT STATED\" if the passage does not give one.")
+SUPPORT_SYSTEM = ("You check whether a passage supports a claim about a question. "
+                  + DATA_NOT_INSTRUCTIONS)
+SUPPORT_INSTRUCTION = ('Claim: the answer to the question is "{answer}".\n'
+                       "Does the passage support this claim? Answer Yes or No.")
+YES_NO = ("Yes", "No")
 MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
 
 
@@ -99,9 +121,14 @@ class CrossValidatedReranker:
     name = "crossval"
 
     def __init__(self, llm: LLM, ranker: ListwiseRanker, max_rounds: int = 2,
-                 passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True):
+                 passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True,
+                 verdict: str = "pairwise", answer_tokens: int = 24):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
+        if verdict not in ("pairwise", "support"):
+            raise ValueError(f"verdict must be 'pairwise' or 'support', got {verdict!r}")
+        self.verdict = verdict
+        self.answer_tokens = answer_tokens
         self.llm = llm
         self.ranker = ranker
         self.max_rounds = max_rounds
@@ -141,7 +168,7 @@ class CrossValidatedReranker:
             if pair is None:
                 break
             status, verdict = self._cross_validate(question, visible, pair, round_number, trace)
-            if status in (STATUS_NONE, STATUS_INCONSISTENT):  # ask for another pair next round
+            if status in UNDECIDED:  # ask for another pair next round
                 cleared.append(pair)
                 continue
             if verdict is None:
@@ -223,35 +250,109 @@ class CrossValidatedReranker:
         position = {id(p): i for i, p in enumerate(visible)}
         a, b = sorted(pair, key=lambda p: position[id(p)])
         others = [p for p in visible if p is not a and p is not b]
-        orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
-        with trace.step("rerank", "crossval.validate", round=round_number,
+        with trace.step("rerank", "crossval.validate", round=round_number, verdict=self.verdict,
                         pair=[a.id, b.id], references=[p.id for p in others]) as step:
-            requests = [self._validation_request(question, x, y, others, step) for x, y in orders]
-            raws = [c.text for c in generate(self.llm, requests, step)]
-            parsed = [parse_verdict(raw) for raw in raws]
-            named = [(x if v.false_label == "A" else y) if v.status == STATUS_OK else None
-                     for (x, y), v in zip(orders, parsed)]
-            reason = parsed[0].reason
-            step.outputs = {"A": a.id, "B": b.id, "verdicts": [v.false_label for v in parsed],
-                            "parse": tally(parsed), "reason": reason, "raw": raws}
-            if any(v.status == STATUS_FAILED for v in parsed):
-                status, step.decision = STATUS_FAILED, ("unreadable verdict: nothing removed, "
-                                                        "rounds end")
-            elif any(v.status == STATUS_NONE for v in parsed):
-                status, step.decision = STATUS_NONE, "no real conflict: nothing removed"
-            elif any(n is not named[0] for n in named):
-                status, step.decision = STATUS_INCONSISTENT, (
-                    "the verdict follows the order the pair was shown in: nothing removed")
-            else:
-                status = STATUS_OK
-            step.outputs["status"] = status
-            if status != STATUS_OK:
-                return status, None
-            false = named[0]
-            kept = b if false is a else a
-            step.outputs.update({"false": false.id, "kept": kept.id})
-            step.decision = f"removed {false.id} (kept {kept.id})"
-            return status, (false, kept, reason or "(no reason given)")
+            if self.verdict == "support":
+                return self.support_verdict(question, a, b, others, step)
+            return self._pairwise_verdict(question, a, b, others, step)
+
+    def _pairwise_verdict(self, question: Question, a: Passage, b: Passage,
+                          others: list[Passage], step: Step
+                          ) -> tuple[str, tuple[Passage, Passage, str] | None]:
+        orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
+        requests = [self._validation_request(question, x, y, others, step) for x, y in orders]
+        raws = [c.text for c in generate(self.llm, requests, step)]
+        parsed = [parse_verdict(raw) for raw in raws]
+        named = [(x if v.false_label == "A" else y) if v.status == STATUS_OK else None
+                 for (x, y), v in zip(orders, parsed)]
+        reason = parsed[0].reason
+        step.outputs = {"A": a.id, "B": b.id, "verdicts": [v.false_label for v in parsed],
+                        "parse": tally(parsed), "reason": reason, "raw": raws}
+        if any(v.status == STATUS_FAILED for v in parsed):
+            status, step.decision = STATUS_FAILED, ("unreadable verdict: nothing removed, "
+                                                    "rounds end")
+        elif any(v.status == STATUS_NONE for v in parsed):
+            status, step.decision = STATUS_NONE, "no real conflict: nothing removed"
+        elif any(n is not named[0] for n in named):
+            status, step.decision = STATUS_INCONSISTENT, (
+                "the verdict follows the order the pair was shown in: nothing removed")
+        else:
+            status = STATUS_OK
+        step.outputs["status"] = status
+        if status != STATUS_OK:
+            return status, None
+        false = named[0]
+        kept = b if false is a else a
+        step.outputs.update({"false": false.id, "kept": kept.id})
+        step.decision = f"removed {false.id} (kept {kept.id})"
+        return status, (false, kept, reason or "(no reason given)")
+
+    def _side_request(self, question: Question, side: Passage, step: Step) -> GenerationRequest:
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            user = (f"Question: {question.text.strip()}\n\n"
+                    f"Passage:\n{render_passages(texts, [side.title])}\n\n{SIDE_INSTRUCTION}")
+            return (Message("system", SIDE_SYSTEM), Message("user", user))
+
+        fitted = fit_evidence(self.llm, render, [self._cut(side)], self.answer_tokens)
+        step.warnings.extend(fitted.warnings)
+        return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
+                                 purpose="side_answer")
+
+    def _support(self, question: Question, reference: Passage, answer: str, step: Step) -> float:
+        """P(yes) that `reference` supports `answer` (choice scoring, no generation). The
+        passage comes before the claim, so both sides' requests share a prompt prefix."""
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            user = (f"Question: {question.text.strip()}\n\n"
+                    f"Passage:\n{render_passages(texts, [reference.title])}\n\n"
+                    + SUPPORT_INSTRUCTION.format(answer=answer))
+            return (Message("system", SUPPORT_SYSTEM), Message("user", user))
+
+        fitted = fit_evidence(self.llm, render, [self._cut(reference)], reserve=4)
+        step.warnings.extend(fitted.warnings)
+        scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO,
+                                                      purpose="support_judge"))
+        step.record_llm("support_judge", scores.prompt_tokens, 0, scores.seconds)
+        return scores.probabilities()[0]
+
+    def support_verdict(self, question: Question, a: Passage, b: Passage,
+                        others: list[Passage], step: Step
+                        ) -> tuple[str, tuple[Passage, Passage, str] | None]:
+        """The "support" verdict on the pair (a, b), recorded on `step` (see the module
+        docstring)."""
+        replies = [c.text for c in generate(
+            self.llm, [self._side_request(question, p, step) for p in (a, b)], step)]
+        answers = [parse_reference_answer(r) for r in replies]
+        step.outputs = {"A": a.id, "B": b.id, "raw": replies,
+                        "answers": [x.text if x else None for x in answers]}
+        if any(x is None for x in answers):
+            step.outputs["status"] = STATUS_FAILED
+            step.decision = "unreadable side answer: nothing removed, rounds end"
+            return STATUS_FAILED, None
+        if any(x.not_stated for x in answers) or same_answer(answers[0].text, answers[1].text):
+            step.outputs["status"] = STATUS_NONE
+            step.decision = "the pair does not give two different answers: nothing removed"
+            return STATUS_NONE, None
+        support = [[self._support(question, r, x.text, step) for x in answers] for r in others]
+        votes = [0, 0]
+        for p_a, p_b in support:
+            if max(p_a, p_b) > 0.5 and p_a != p_b:
+                votes[0 if p_a > p_b else 1] += 1
+        step.outputs.update({"support": {r.id: [round(p, 3) for p in ps]
+                                         for r, ps in zip(others, support)},
+                             "votes": votes})
+        if votes[0] == votes[1]:
+            step.outputs["status"] = STATUS_TIED
+            step.decision = f"the other passages support neither side more ({votes[0]} each)"
+            return STATUS_TIED, None
+        kept_side = 0 if votes[0] > votes[1] else 1
+        kept, false = (a, b) if kept_side == 0 else (b, a)
+        reason = (f'the other passages support "{answers[kept_side].text}" '
+                  f"({votes[kept_side]} of {len(others)}) over "
+                  f'"{answers[1 - kept_side].text}" ({votes[1 - kept_side]} of {len(others)})')
+        step.outputs.update({"status": STATUS_OK, "false": false.id, "kept": kept.id,
+                             "reason": reason})
+        step.decision = f"removed {false.id} (kept {kept.id})"
+        return STATUS_OK, (false, kept, reason)
 
 
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
@@ -259,4 +360,5 @@ def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
     r = config.rerank
     return CrossValidatedReranker(llm, ranker_from_config(llm, config), max_rounds=r.max_rounds,
                                   passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens,
-                                  both_orders=r.both_orders)
+                                  both_orders=r.both_orders, verdict=r.verdict,
+                                  answer_tokens=r.answer_tokens)

@@ -53,3 +53,16 @@ def test_verdict_prefix_always_ends_at_a_verdict_label(reply):
     prefix = crossval_verdicts.verdict_prefix(reply)
     assert prefix.lower().endswith("false passage:")
     assert prefix == reply[: len(prefix)] or prefix == reply.rstrip() + "\nFalse passage:"
+
+
+def test_support_verdict_is_recorded_and_summarised(capsys):
+    config = Config.load(None, {"llm.backend": "fake", "rerank.verdict": "support"})
+    llm = FakeLLM(lambda request: "ANSWER: 1990" if "1990" in request.messages[-1].content
+                  else "ANSWER: 1932")
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), BRIDGE, ("support",))
+    # the fake scores Yes and No alike for every claim: no passage votes, nothing is removed
+    assert record["support"]["answers"] == ["1932", "1990"]
+    assert (record["support"]["status"], record["support"]["removed"]) == ("tied", None)
+    assert "orders" not in record
+    crossval_verdicts.summarise([record])
+    assert "removes the contrary passage 0/1" in capsys.readouterr().out

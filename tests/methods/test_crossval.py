@@ -6,7 +6,8 @@ from faithrag.config import Config
 from faithrag.explain import render_explanation
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator, build_reranker
-from faithrag.methods.crossval import VALIDATE_SYSTEM, CrossValidatedReranker
+from faithrag.llm.base import ChoiceScores
+from faithrag.methods.crossval import SIDE_SYSTEM, VALIDATE_SYSTEM, CrossValidatedReranker
 from faithrag.methods.listwise import PASSAGES_SYSTEM, ListwiseRanker
 from faithrag.pipeline import Pipeline
 from faithrag.types import Passage, Question, Trace
@@ -44,6 +45,9 @@ class Script:
                     if ya != yb:
                         return f"Conflict: [{a}] [{b}]"
             return "Conflict: None"
+        if system == SIDE_SYSTEM:  # "support" verdict: the year the one passage gives
+            return self.validate if self.validate is not None else (
+                f"ANSWER: {re.search(r'1[0-9]{3}', shown[0][1]).group(0)}")
         if system == VALIDATE_SYSTEM:
             self.seen["validate"].append(user)
             if self.validate is not None:
@@ -58,10 +62,28 @@ class Script:
         return self.rank if self.rank is not None else " > ".join(f"[{i}]" for i, _ in shown)
 
 
-def crossval(script, max_rounds=2, window=20, step=10, both_orders=True):
-    llm = FakeLLM(script)
+class SupportJudge(FakeLLM):
+    """Yes/no support judged by content: Yes when the passage holds the claimed answer, or
+    `always` when set."""
+
+    def __init__(self, responder, always=None):
+        super().__init__(responder)
+        self.always = always
+
+    def score_choices(self, request):
+        self.calls.append(request)
+        user = request.messages[-1].content
+        answer = re.search(r'the answer to the question is "(.*)"', user).group(1)
+        yes = self.always if self.always is not None else answer in PASSAGE.search(user).group(2)
+        return ChoiceScores(request.choices, [0.0, -3.0] if yes else [-3.0, 0.0], [1, 1], 10, 0.0)
+
+
+def crossval(script, max_rounds=2, window=20, step=10, both_orders=True, verdict="pairwise",
+             llm=None):
+    llm = llm or FakeLLM(script)
     return CrossValidatedReranker(llm, ListwiseRanker(llm, window=window, step=step),
-                                  max_rounds=max_rounds, both_orders=both_orders), llm
+                                  max_rounds=max_rounds, both_orders=both_orders,
+                                  verdict=verdict), llm
 
 
 def test_conflict_found_removes_the_false_side_with_its_reason():
@@ -235,6 +257,57 @@ def test_config_registry_pipeline_and_explanation_show_the_removal():
     text = render_explanation(result)
     assert "removed blog: conflicts with history" in text
     assert "rerank/crossval.validate" in text
+
+
+def test_support_verdict_removes_the_side_the_other_passages_do_not_support():
+    script = Script()
+    reranker, llm = crossval(script, verdict="support", llm=SupportJudge(script))
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    assert '"1887" (2 of 2) over "1921" (0 of 2)' in result.removed[0].reason
+    validate = trace.steps[1]
+    assert validate.outputs["answers"] == ["1887", "1921"]
+    assert validate.outputs["votes"] == [2, 0]
+    assert [c.purpose for c in validate.llm_calls] == ["side_answer"] * 2 + ["support_judge"] * 4
+    assert script.seen["validate"] == []  # the pairwise prompt is not used
+    assert [p.id for p in result.passages] == ["history", "survey", "walk"]
+
+
+@pytest.mark.parametrize("replies, always, status", [
+    (["ANSWER: 1887", "ANSWER: 1887."], None, "none"),  # same answer: no conflict on the question
+    (["ANSWER: NOT STATED", "ANSWER: 1921"], None, "none"),
+    (["ANSWER: 1887", "ANSWER: 1921"], True, "tied"),  # every passage supports both
+    (["???", "ANSWER: 1921"], None, "failed"),
+])
+def test_support_verdict_removes_nothing_when_undecided(replies, always, status):
+    answers = iter(replies)
+
+    class Sides(Script):
+        def __call__(self, request):
+            if request.messages[0].content == SIDE_SYSTEM:
+                return next(answers)
+            return super().__call__(request)
+
+    script = Sides()
+    reranker, _ = crossval(script, max_rounds=1, verdict="support",
+                           llm=SupportJudge(script, always))
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == [] and len(result.passages) == 4
+    assert trace.steps[1].outputs["status"] == status
+    assert trace.steps[1].decision
+
+
+def test_support_verdict_is_chosen_by_config_and_checked():
+    config = Config.load(None, {"llm.backend": "fake", "rerank.verdict": "support"})
+    script = Script()
+    reranker = build_reranker("crossval", SupportJudge(script), config)
+    assert reranker.verdict == "support"
+    with pytest.raises(ValueError, match="verdict"):
+        CrossValidatedReranker(FakeLLM(), ListwiseRanker(FakeLLM()), verdict="vote")
+    with pytest.raises(Exception, match="verdict"):
+        Config.load(None, {"rerank.verdict": "vote"})
 
 
 @pytest.mark.model
