@@ -71,7 +71,7 @@ def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",)) -
             status, verdict = reranker.support_verdict(question, true, contrary, others, step)
         record["support"] = {"status": status,
                              "removed": verdict[0].id if verdict else None,
-                             **{k: step.outputs.get(k) for k in ("answers", "votes", "support")}}
+                             **{k: step.outputs.get(k) for k in ("answers", "votes", "p_yes")}}
     if "pairwise" in verdicts:
         record.update(pairwise(reranker, question, true, contrary, others))
     return record

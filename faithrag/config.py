@@ -124,6 +124,7 @@ class RerankConfig(_Strict):
     # or "support" (each side's answer, then each other passage's yes/no support for it; vote)
     verdict: Literal["pairwise", "support"] = "pairwise"
     answer_tokens: int = Field(24, ge=4)  # "support": the reply budget of a side's answer
+    support_margin: float = Field(1.0, ge=0.0)  # "support": log-odds lead that makes a vote
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:

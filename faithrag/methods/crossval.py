@@ -16,9 +16,11 @@ Each round has two steps:
    order the pair is shown in) the judgement is decomposed into calls a small model can make:
    each side's answer to the question, read off that passage alone (one batched call), then,
    for every other passage, the yes/no probability that it supports each answer (choice
-   scoring, no generation). An other passage votes for the answer it supports (P(yes) > 0.5 and
-   above the other side's); the side with fewer votes is removed. Same answers, a side that
-   gives none, or a tied vote remove nothing. This checks the paper's first criterion
+   scoring, no generation). An other passage votes for the answer whose log-odds of "Yes"
+   exceed the other answer's by at least `support_margin` (default 1 nat: odds e times
+   higher). The margin is relative because the 1.5B model's P(yes) is low and uncalibrated
+   (0.35 vs 0.08 for the right and the wrong answer, both below 0.5). The side with fewer votes
+   is removed. Same answers, a side that gives none, or a tied vote remove nothing. This checks the paper's first criterion
    (consistency with the other passages) only.
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
@@ -63,6 +65,7 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
+from faithrag.retrieval.scorers.llm_judge import sigmoid
 from faithrag.types import Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
@@ -122,13 +125,15 @@ class CrossValidatedReranker:
 
     def __init__(self, llm: LLM, ranker: ListwiseRanker, max_rounds: int = 2,
                  passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True,
-                 verdict: str = "pairwise", answer_tokens: int = 24):
+                 verdict: str = "pairwise", answer_tokens: int = 24,
+                 support_margin: float = 1.0):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         if verdict not in ("pairwise", "support"):
             raise ValueError(f"verdict must be 'pairwise' or 'support', got {verdict!r}")
         self.verdict = verdict
         self.answer_tokens = answer_tokens
+        self.support_margin = support_margin
         self.llm = llm
         self.ranker = ranker
         self.max_rounds = max_rounds
@@ -299,8 +304,8 @@ class CrossValidatedReranker:
                                  purpose="side_answer")
 
     def _support(self, question: Question, reference: Passage, answer: str, step: Step) -> float:
-        """P(yes) that `reference` supports `answer` (choice scoring, no generation). The
-        passage comes before the claim, so both sides' requests share a prompt prefix."""
+        """The log-odds of "Yes", `reference` supports `answer` (choice scoring, no generation).
+        The passage comes before the claim, so both sides' requests share a prompt prefix."""
         def render(texts: list[str]) -> tuple[Message, ...]:
             user = (f"Question: {question.text.strip()}\n\n"
                     f"Passage:\n{render_passages(texts, [reference.title])}\n\n"
@@ -312,7 +317,8 @@ class CrossValidatedReranker:
         scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO,
                                                       purpose="support_judge"))
         step.record_llm("support_judge", scores.prompt_tokens, 0, scores.seconds)
-        return scores.probabilities()[0]
+        yes, no = scores.logprobs
+        return yes - no
 
     def support_verdict(self, question: Question, a: Passage, b: Passage,
                         others: list[Passage], step: Step
@@ -334,11 +340,11 @@ class CrossValidatedReranker:
             return STATUS_NONE, None
         support = [[self._support(question, r, x.text, step) for x in answers] for r in others]
         votes = [0, 0]
-        for p_a, p_b in support:
-            if max(p_a, p_b) > 0.5 and p_a != p_b:
-                votes[0 if p_a > p_b else 1] += 1
-        step.outputs.update({"support": {r.id: [round(p, 3) for p in ps]
-                                         for r, ps in zip(others, support)},
+        for odds_a, odds_b in support:
+            if abs(odds_a - odds_b) >= self.support_margin:
+                votes[0 if odds_a > odds_b else 1] += 1
+        step.outputs.update({"p_yes": {r.id: [round(sigmoid(x), 3) for x in pair]
+                                       for r, pair in zip(others, support)},
                              "votes": votes})
         if votes[0] == votes[1]:
             step.outputs["status"] = STATUS_TIED
@@ -361,4 +367,5 @@ def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
     return CrossValidatedReranker(llm, ranker_from_config(llm, config), max_rounds=r.max_rounds,
                                   passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens,
                                   both_orders=r.both_orders, verdict=r.verdict,
-                                  answer_tokens=r.answer_tokens)
+                                  answer_tokens=r.answer_tokens,
+                                  support_margin=r.support_margin)

@@ -4,9 +4,9 @@ import pytest
 
 from faithrag.config import Config
 from faithrag.explain import render_explanation
+from faithrag.llm.base import ChoiceScores
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator, build_reranker
-from faithrag.llm.base import ChoiceScores
 from faithrag.methods.crossval import SIDE_SYSTEM, VALIDATE_SYSTEM, CrossValidatedReranker
 from faithrag.methods.listwise import PASSAGES_SYSTEM, ListwiseRanker
 from faithrag.pipeline import Pipeline
@@ -66,24 +66,26 @@ class SupportJudge(FakeLLM):
     """Yes/no support judged by content: Yes when the passage holds the claimed answer, or
     `always` when set."""
 
-    def __init__(self, responder, always=None):
+    def __init__(self, responder, always=None, held=1.5, other=-1.5):
         super().__init__(responder)
         self.always = always
+        self.held, self.other = held, other  # log-odds of Yes for a held / an absent answer
 
     def score_choices(self, request):
         self.calls.append(request)
         user = request.messages[-1].content
         answer = re.search(r'the answer to the question is "(.*)"', user).group(1)
         yes = self.always if self.always is not None else answer in PASSAGE.search(user).group(2)
-        return ChoiceScores(request.choices, [0.0, -3.0] if yes else [-3.0, 0.0], [1, 1], 10, 0.0)
+        return ChoiceScores(request.choices, [self.held if yes else self.other, 0.0], [1, 1],
+                            10, 0.0)
 
 
 def crossval(script, max_rounds=2, window=20, step=10, both_orders=True, verdict="pairwise",
-             llm=None):
+             llm=None, support_margin=1.0):
     llm = llm or FakeLLM(script)
     return CrossValidatedReranker(llm, ListwiseRanker(llm, window=window, step=step),
                                   max_rounds=max_rounds, both_orders=both_orders,
-                                  verdict=verdict), llm
+                                  verdict=verdict, support_margin=support_margin), llm
 
 
 def test_conflict_found_removes_the_false_side_with_its_reason():
@@ -261,7 +263,7 @@ def test_config_registry_pipeline_and_explanation_show_the_removal():
 
 def test_support_verdict_removes_the_side_the_other_passages_do_not_support():
     script = Script()
-    reranker, llm = crossval(script, verdict="support", llm=SupportJudge(script))
+    reranker, _ = crossval(script, verdict="support", llm=SupportJudge(script))
     trace = Trace()
     result = reranker.rerank(QUESTION, bridge_passages(), trace)
     assert [r.passage.id for r in result.removed] == ["blog"]
@@ -297,6 +299,19 @@ def test_support_verdict_removes_nothing_when_undecided(replies, always, status)
     assert result.removed == [] and len(result.passages) == 4
     assert trace.steps[1].outputs["status"] == status
     assert trace.steps[1].decision
+
+
+@pytest.mark.parametrize("margin, removed", [(1.0, []), (0.3, ["blog"])])
+def test_a_support_vote_needs_a_log_odds_lead_of_the_margin(margin, removed):
+    """Low, uncalibrated P(yes) as on the 1.5B model: 0.45 for the held answer, 0.35 for the
+    other (log-odds -0.2 vs -0.6). Only the lead counts, not P(yes) > 0.5."""
+    script = Script()
+    reranker, _ = crossval(script, max_rounds=1, verdict="support", support_margin=margin,
+                           llm=SupportJudge(script, held=-0.2, other=-0.6))
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == removed
+    assert all(p < 0.5 for ps in trace.steps[1].outputs["p_yes"].values() for p in ps)
 
 
 def test_support_verdict_is_chosen_by_config_and_checked():

@@ -45,10 +45,10 @@ class LLMJudgeScorer:
             step.record_llm("relevance_judge", scores.prompt_tokens, 0, scores.seconds)
             step.warnings.extend(fitted.warnings)
         yes, no = scores.logprobs
-        return _sigmoid(yes - no)
+        return sigmoid(yes - no)
 
 
-def _sigmoid(x: float) -> float:
+def sigmoid(x: float) -> float:
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
     z = math.exp(x)
