@@ -5,6 +5,7 @@
 # command to continue; runs land in $OUT/<set>-<reranker>, the report in $OUT/report.
 #   N=200 MODEL=default THREADS=1 OUT=runs/rerank bash benchmarks/rerank.sh
 # "none" is the retriever's own order (BM25 over the item's candidates), the input of the others.
+# "crossval:support" is crossval with rerank.verdict=support (run directory <set>-crossval-support).
 set -euo pipefail
 N=${N:-200}
 MODEL=${MODEL:-default}
@@ -18,13 +19,14 @@ FAITHRAG=${FAITHRAG:-faithrag}
 mkdir -p "$OUT"
 for set in $SETS; do
   for reranker in $RERANKERS; do
-    rerank=()
-    if [ "$reranker" != none ]; then rerank=(--rerank "$reranker"); fi
+    rerank=() name=${reranker/:/-}
+    if [ "$reranker" != none ]; then rerank=(--rerank "${reranker%%:*}"); fi
+    if [[ $reranker == *:* ]]; then rerank+=(--set "rerank.verdict=${reranker#*:}"); fi
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} --method "$GENERATOR" \
       --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" \
-      --out "$OUT/$set-$reranker" --no-progress > "$OUT/$set-$reranker.summary.json"
-    echo "$set $reranker $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
+      --out "$OUT/$set-$name" --no-progress > "$OUT/$set-$name.summary.json"
+    echo "$set $name $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
   done
 done
 $FAITHRAG report "$OUT" --out "$OUT/report"
