@@ -26,7 +26,8 @@ DRAFT_STOP = ("\n\n",)
 
 def _answer_slot(question: Question) -> str:
     return ("<the text of exactly one option>" if question.choices
-            else "<a short phrase: a name, date, number or a few words, not a sentence>")
+            else "<a short phrase: a name, date, number or a few words, not a sentence; yes "
+                 "or no when the question asks yes or no>")
 
 
 def draft_request(llm: LLM, question: Question, passages: Sequence[Passage], max_tokens: int,
