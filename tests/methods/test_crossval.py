@@ -326,13 +326,15 @@ def test_support_verdict_is_chosen_by_config_and_checked():
 
 
 @pytest.mark.model
-def test_tiny_model_end_to_end_returns_a_permutation_minus_removed(tiny_gguf):
+@pytest.mark.parametrize("verdict", ["pairwise", "support"])
+def test_tiny_model_end_to_end_returns_a_permutation_minus_removed(tiny_gguf, verdict):
     from faithrag.llm.llamacpp import LlamaCppLLM
 
     llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
     try:
         reranker = CrossValidatedReranker(llm, ListwiseRanker(llm, window=3, step=1),
-                                          max_rounds=1, passage_tokens=64, reason_tokens=48)
+                                          max_rounds=1, passage_tokens=64, reason_tokens=48,
+                                          verdict=verdict)
         passages = bridge_passages()
         trace = Trace()
         result = reranker.rerank(QUESTION, passages, trace)
@@ -344,3 +346,27 @@ def test_tiny_model_end_to_end_returns_a_permutation_minus_removed(tiny_gguf):
     assert sorted(kept + dropped) == sorted(p.id for p in passages)
     assert all(r.reason for r in result.removed)
     assert trace.steps[-1].name == "crossval.rank" and trace.totals()["llm_calls"] >= 2
+    validate = [s for s in trace.steps if s.name == "crossval.validate"]
+    assert all(s.inputs["verdict"] == verdict and s.outputs["status"] for s in validate)
+
+
+@pytest.mark.model
+def test_tiny_model_support_verdict_scores_every_reference_passage(tiny_gguf):
+    """The tiny model rarely names a readable pair, so the verdict is called directly."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
+    try:
+        reranker = CrossValidatedReranker(llm, ListwiseRanker(llm), verdict="support")
+        history, blog, *others = bridge_passages()
+        with Trace().step("rerank", "crossval.validate") as step:
+            status, verdict = reranker.support_verdict(QUESTION, history, blog, others, step)
+    finally:
+        llm.close()
+    assert status in ("ok", "none", "tied", "failed")
+    assert (verdict is not None) == (status == "ok")
+    assert len(step.outputs["raw"]) == 2
+    if "p_yes" in step.outputs:  # two different answers were read: every reference was scored
+        assert set(step.outputs["p_yes"]) == {p.id for p in others}
+        assert all(0 <= p <= 1 for pair in step.outputs["p_yes"].values() for p in pair)
+        assert [c.purpose for c in step.llm_calls].count("support_judge") == 2 * len(others)
