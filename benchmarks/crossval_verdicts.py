@@ -172,10 +172,10 @@ def main() -> None:
             sink.write(json.dumps(record) + "\n")
             sink.flush()
             support = record.get("support", {})
+            pairwise_verdicts = [o["verdict"] for o in record.get("orders", [])]
             print(f"{len(records)}/{args.items} {item.id}: support removes "
                   f"{support.get('removed')} ({support.get('status')}, contrary "
-                  f"{record['contrary']}); pairwise {[o['verdict'] for o in record.get('orders', [])]}",
-                  flush=True)
+                  f"{record['contrary']}); pairwise {pairwise_verdicts}", flush=True)
     summarise(records[: args.items])
 
 

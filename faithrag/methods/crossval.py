@@ -20,8 +20,10 @@ Each round has two steps:
    exceed the other answer's by at least `support_margin` (default 1 nat: odds e times
    higher). The margin is relative because the 1.5B model's P(yes) is low and uncalibrated
    (0.35 vs 0.08 for the right and the wrong answer, both below 0.5). The side with fewer votes
-   is removed. Same answers, a side that gives none, or a tied vote remove nothing. This checks the paper's first criterion
-   (consistency with the other passages) only.
+   is removed. Same answers, a side that gives none, or a tied vote remove nothing. This checks
+   the paper's first criterion (consistency with the other passages) only, and like the
+   paper's verdict it takes any disagreement for a falsehood: two passages about different
+   entities of an ambiguous question (RAMDocs) lose one valid answer.
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
