@@ -4,10 +4,10 @@ A run directory (`faithrag eval`, `faithrag hostile run`) lives outside the repo
 lost with the machine. `save` copies each run's manifest.json and results.jsonl under a
 repository folder, without the fields that repeat the benchmark data (gold answers and answer
 options, also where they key the options' probabilities): the data is read from ../shared/data
-at run time and never copied into the repository. `restore` copies them back into a runs folder: the runner resumes from them (it only
-needs the ids already done, and a hostile run's own knowledge base is pointed at the new folder),
-and `faithrag report` / `faithrag hostile report` read them as they are (neither reads those
-fields).
+at run time and never copied into the repository. `restore` copies them back into a runs
+folder: the runner resumes from them (it only needs the ids already done, and a hostile run's
+own knowledge base is pointed at the new folder), and `faithrag report` / `faithrag hostile
+report` read them as they are (neither reads those fields).
 
     python benchmarks/bank_runs.py save /work/runs/hostile --to results/hostile
     python benchmarks/bank_runs.py restore results/hostile --to /work/runs/hostile
