@@ -10,6 +10,11 @@ remaining passages as the cross-checking evidence, by either verdict of `rerank.
   orders of P(label the contrary passage had).
 - support: each side's answer, then each other passage's yes/no support for it; the side with
   fewer votes is removed (faithrag.methods.crossval).
+- guard (`rerank.same_subject_check`, not a verdict): the log-odds that the pair speaks of the
+  same subject, for the known (true, contrary) pair, which should pass, and, where the item has
+  two valid passages giving different answers (an ambiguous question: RAMDocs), for that pair,
+  which should be left standing. Prints both distributions, the AUC and, per threshold, how
+  many of each kind pass.
 Prints, per verdict, how often the contrary passage would be removed (the pairwise verdict
 removes only when both orders agree), how often the true one would, and the order-averaged
 accuracy. One JSON line per item in --out, resumable.
@@ -31,6 +36,7 @@ from faithrag.eval.datasets import RankItem, load_dataset
 from faithrag.eval.metrics import wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import ChoiceRequest
+from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict
 from faithrag.types import Question, Trace
@@ -49,6 +55,18 @@ def known_pair(item: RankItem):
         return None
     others = [p for p in passages if p is not true[0] and p is not contrary[0]]
     return true[0], contrary[0], others
+
+
+def ambiguity_pair(item: RankItem):
+    """Two relevant non-contrary passages whose labelled answers differ (two valid readings of
+    an ambiguous question), or None."""
+    valid = [p for p in item.as_passages() if not p.meta["is_contrary"]
+             and p.meta["relevance"] > 0 and p.meta.get("doc_answer")]
+    for i, first in enumerate(valid):
+        for second in valid[i + 1:]:
+            if not same_answer(first.meta["doc_answer"], second.meta["doc_answer"]):
+                return first, second
+    return None
 
 
 def verdict_prefix(reply: str) -> str:
@@ -74,7 +92,38 @@ def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",)) -
                              **{k: step.outputs.get(k) for k in ("answers", "votes", "p_yes")}}
     if "pairwise" in verdicts:
         record.update(pairwise(reranker, question, true, contrary, others))
+    if "guard" in verdicts:
+        ambiguous = ambiguity_pair(item)
+        with Trace().step("rerank", "verdicts") as step:
+            record["guard"] = {
+                "contrary_pair": reranker.same_subject(question, true, contrary, step),
+                "ambiguous_pair": (reranker.same_subject(question, *ambiguous, step)
+                                   if ambiguous else None)}
     return record
+
+
+def auc(positives: list[float], negatives: list[float]) -> float:
+    """P(a random positive scores above a random negative), ties counting half."""
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def summarise_guard(records: list[dict]) -> None:
+    guards = [r["guard"] for r in records if "guard" in r]
+    if not guards:
+        return
+    same = [g["contrary_pair"] for g in guards]
+    different = [g["ambiguous_pair"] for g in guards if g["ambiguous_pair"] is not None]
+    print(f"same-subject log-odds: contrary pairs (one subject) n={len(same)}, median "
+          f"{statistics.median(same):+.2f}; ambiguity pairs (two subjects) n={len(different)}"
+          + (f", median {statistics.median(different):+.2f}, AUC {auc(same, different):.2f}"
+             if different else ""))
+    for threshold in (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0):
+        passed = sum(x >= threshold for x in same)
+        blocked = sum(x < threshold for x in different)
+        print(f"  threshold {threshold:+.1f}: contrary pairs judged {rate(passed, len(same))}"
+              + (f"; ambiguity pairs left standing {rate(blocked, len(different))}"
+                 if different else ""))
 
 
 def pairwise(reranker, question: Question, true, contrary, others) -> dict:
@@ -107,6 +156,7 @@ def rate(hits: int, n: int) -> str:
 
 
 def summarise(records: list[dict]) -> None:
+    summarise_guard(records)
     support = [r["support"] for r in records if "support" in r]
     contrary = [r["contrary"] for r in records if "support" in r]
     if support:
@@ -147,7 +197,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=30)
     parser.add_argument("--model", default="default")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise"),
+    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard"),
                         default=["support", "pairwise"])
     parser.add_argument("--out", required=True, help="JSON lines, one per item (resumed)")
     args = parser.parse_args()
@@ -175,7 +225,8 @@ def main() -> None:
             pairwise_verdicts = [o["verdict"] for o in record.get("orders", [])]
             print(f"{len(records)}/{args.items} {item.id}: support removes "
                   f"{support.get('removed')} ({support.get('status')}, contrary "
-                  f"{record['contrary']}); pairwise {pairwise_verdicts}", flush=True)
+                  f"{record['contrary']}); pairwise {pairwise_verdicts}; same-subject "
+                  f"{record.get('guard')}", flush=True)
     summarise(records[: args.items])
 
 

@@ -125,6 +125,11 @@ class RerankConfig(_Strict):
     verdict: Literal["pairwise", "support"] = "pairwise"
     answer_tokens: int = Field(24, ge=4)  # "support": the reply budget of a side's answer
     support_margin: float = Field(1.0, ge=0.0)  # "support": log-odds lead that makes a vote
+    # crossval: before a verdict removes anything, ask whether the pair speaks of the same
+    # subject (an ambiguous name can mean two entities, each answer valid for one); a pair whose
+    # log-odds of "same", averaged over both orders, fall below the threshold is left standing
+    same_subject_check: bool = False
+    same_subject_threshold: float = 0.0
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:

@@ -24,6 +24,11 @@ Each round has two steps:
    the paper's first criterion (consistency with the other passages) only, and like the
    paper's verdict it takes any disagreement for a falsehood: two passages about different
    entities of an ambiguous question (RAMDocs) lose one valid answer.
+   With `same_subject_check` (ours, off by default) either verdict first asks whether the pair
+   speaks of the same subject (choice scoring of Yes/No, both orders, log-odds averaged); below
+   `same_subject_threshold` the pair is taken for two readings of an ambiguous question and left
+   standing (status "ambiguous"). The "support" verdict asks it only once the two sides' answers
+   differ.
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
@@ -99,7 +104,9 @@ VALIDATE_INSTRUCTION = (
 PAIR_LABELS = ("A", "B")
 STATUS_INCONSISTENT = "inconsistent"  # the two orders named different passages
 STATUS_TIED = "tied"  # "support": the other passages support neither side more
-UNDECIDED = (STATUS_NONE, STATUS_INCONSISTENT, STATUS_TIED)  # the pair stands, is not asked again
+STATUS_AMBIGUOUS = "ambiguous"  # the pair speaks of two different subjects
+# the pair stands and is not asked again
+UNDECIDED = (STATUS_NONE, STATUS_INCONSISTENT, STATUS_TIED, STATUS_AMBIGUOUS)
 
 SIDE_SYSTEM = "You read one passage and answer a question from it alone. " + DATA_NOT_INSTRUCTIONS
 SIDE_INSTRUCTION = (
@@ -109,6 +116,11 @@ SUPPORT_SYSTEM = ("You check whether a passage supports a claim about a question
                   + DATA_NOT_INSTRUCTIONS)
 SUPPORT_INSTRUCTION = ('Claim: the answer to the question is "{answer}".\n'
                        "Does the passage support this claim? Answer Yes or No.")
+SUBJECT_SYSTEM = ("You compare two passages retrieved for a question. "
+                  + DATA_NOT_INSTRUCTIONS)
+SUBJECT_INSTRUCTION = (
+    "A name in a question can refer to several different people, works, places or events. Do "
+    "passages A and B speak about the same one? Answer Yes or No.")
 YES_NO = ("Yes", "No")
 MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
 
@@ -128,7 +140,8 @@ class CrossValidatedReranker:
     def __init__(self, llm: LLM, ranker: ListwiseRanker, max_rounds: int = 2,
                  passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True,
                  verdict: str = "pairwise", answer_tokens: int = 24,
-                 support_margin: float = 1.0):
+                 support_margin: float = 1.0, same_subject_check: bool = False,
+                 same_subject_threshold: float = 0.0):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         if verdict not in ("pairwise", "support"):
@@ -136,6 +149,8 @@ class CrossValidatedReranker:
         self.verdict = verdict
         self.answer_tokens = answer_tokens
         self.support_margin = support_margin
+        self.same_subject_check = same_subject_check
+        self.same_subject_threshold = same_subject_threshold
         self.llm = llm
         self.ranker = ranker
         self.max_rounds = max_rounds
@@ -263,9 +278,46 @@ class CrossValidatedReranker:
                 return self.support_verdict(question, a, b, others, step)
             return self._pairwise_verdict(question, a, b, others, step)
 
+    def same_subject(self, question: Question, a: Passage, b: Passage, step: Step) -> float:
+        """The log-odds of "Yes", a and b speak of the same subject, averaged over the orders
+        (a, b) and (b, a) to cancel the model's preference for either position."""
+        odds = []
+        for x, y in ((a, b), (b, a)):
+            def render(texts: list[str], titles=(x.title, y.title)) -> tuple[Message, ...]:
+                pair = _render_labelled(list(zip(PAIR_LABELS, titles, texts)))
+                user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
+                return (Message("system", SUBJECT_SYSTEM), Message("user", user))
+
+            fitted = fit_evidence(self.llm, render, [self._cut(x), self._cut(y)], reserve=4)
+            step.warnings.extend(fitted.warnings)
+            scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO,
+                                                          purpose="same_subject"))
+            step.record_llm("same_subject", scores.prompt_tokens, 0, scores.seconds)
+            yes, no = scores.logprobs
+            odds.append(yes - no)
+        return sum(odds) / len(odds)
+
+    def _different_subjects(self, question: Question, a: Passage, b: Passage,
+                            step: Step) -> bool:
+        """With `same_subject_check`: whether the pair is judged to speak of different subjects
+        (recorded on `step`, status "ambiguous"); always False without the check."""
+        if not self.same_subject_check:
+            return False
+        odds = self.same_subject(question, a, b, step)
+        step.outputs["same_subject"] = round(sigmoid(odds), 3)
+        if odds >= self.same_subject_threshold:
+            return False
+        step.outputs["status"] = STATUS_AMBIGUOUS
+        step.decision = (f"the pair speaks of different subjects (P(same) "
+                         f"{sigmoid(odds):.2f}): nothing removed")
+        return True
+
     def _pairwise_verdict(self, question: Question, a: Passage, b: Passage,
                           others: list[Passage], step: Step
                           ) -> tuple[str, tuple[Passage, Passage, str] | None]:
+        step.outputs = {"A": a.id, "B": b.id}
+        if self._different_subjects(question, a, b, step):
+            return STATUS_AMBIGUOUS, None
         orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
         requests = [self._validation_request(question, x, y, others, step) for x, y in orders]
         raws = [c.text for c in generate(self.llm, requests, step)]
@@ -273,8 +325,8 @@ class CrossValidatedReranker:
         named = [(x if v.false_label == "A" else y) if v.status == STATUS_OK else None
                  for (x, y), v in zip(orders, parsed)]
         reason = parsed[0].reason
-        step.outputs = {"A": a.id, "B": b.id, "verdicts": [v.false_label for v in parsed],
-                        "parse": tally(parsed), "reason": reason, "raw": raws}
+        step.outputs.update({"verdicts": [v.false_label for v in parsed],
+                             "parse": tally(parsed), "reason": reason, "raw": raws})
         if any(v.status == STATUS_FAILED for v in parsed):
             status, step.decision = STATUS_FAILED, ("unreadable verdict: nothing removed, "
                                                     "rounds end")
@@ -340,6 +392,8 @@ class CrossValidatedReranker:
             step.outputs["status"] = STATUS_NONE
             step.decision = "the pair does not give two different answers: nothing removed"
             return STATUS_NONE, None
+        if self._different_subjects(question, a, b, step):
+            return STATUS_AMBIGUOUS, None
         support = [[self._support(question, r, x.text, step) for x in answers] for r in others]
         votes = [0, 0]
         for odds_a, odds_b in support:
@@ -370,4 +424,6 @@ def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                                   passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens,
                                   both_orders=r.both_orders, verdict=r.verdict,
                                   answer_tokens=r.answer_tokens,
-                                  support_margin=r.support_margin)
+                                  support_margin=r.support_margin,
+                                  same_subject_check=r.same_subject_check,
+                                  same_subject_threshold=r.same_subject_threshold)

@@ -66,3 +66,38 @@ def test_support_verdict_is_recorded_and_summarised(capsys):
     assert "orders" not in record
     crossval_verdicts.summarise([record])
     assert "removes the contrary passage 0/1" in capsys.readouterr().out
+
+
+def answered(pid, answer, relevance=1, contrary=False):
+    return RankPassage(pid, f"It is {answer}.", relevance, contrary, meta={"doc_answer": answer})
+
+
+def test_ambiguity_pair_takes_two_valid_passages_with_different_answers():
+    ambiguous = RankItem("t::2", "test", "Who sang Hello?",
+                         [answered("d0", "Adele"), answered("d1", "adele."),
+                          answered("d2", "Coldplay", contrary=True), answered("d3", "Lionel Richie"),
+                          answered("d4", "Prince", relevance=0)])
+    first, second = crossval_verdicts.ambiguity_pair(ambiguous)
+    assert (first.id, second.id) == ("d0", "d3")  # "adele." is the same answer; d2, d4 invalid
+    assert crossval_verdicts.ambiguity_pair(BRIDGE) is None  # no labelled answers
+
+
+def test_auc_counts_ties_as_half():
+    assert crossval_verdicts.auc([2.0, 1.0], [0.0]) == 1.0
+    assert crossval_verdicts.auc([0.0], [0.0, 1.0]) == 0.25
+
+
+def test_guard_scores_the_contrary_pair_and_the_ambiguity_pair(capsys):
+    config = Config.load(None, {"llm.backend": "fake"})
+    llm = FakeLLM(choice_prior={"Yes": 1.0, "No": 0.0}.__getitem__)
+    ambiguous = RankItem("t::3", "test", "Who sang Hello?",
+                         [answered("d0", "Adele", relevance=2), answered("d1", "Coldplay",
+                                                                          contrary=True),
+                          answered("d2", "Lionel Richie")])
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), ambiguous, ("guard",))
+    assert record["guard"]["contrary_pair"] > 0 and record["guard"]["ambiguous_pair"] > 0
+    assert [c.purpose for c in llm.calls] == ["same_subject"] * 4  # two pairs, both orders
+    crossval_verdicts.summarise([record])
+    out = capsys.readouterr().out
+    assert "ambiguity pairs (two subjects) n=1" in out and "AUC 0.50" in out
+    assert "threshold +0.0: contrary pairs judged 1/1" in out

@@ -1,3 +1,4 @@
+import math
 import re
 
 import pytest
@@ -64,16 +65,22 @@ class Script:
 
 class SupportJudge(FakeLLM):
     """Yes/no support judged by content: Yes when the passage holds the claimed answer, or
-    `always` when set."""
+    `always` when set. The same-subject question gets the log-odds `same` (one per order when
+    a pair)."""
 
-    def __init__(self, responder, always=None, held=1.5, other=-1.5):
+    def __init__(self, responder, always=None, held=1.5, other=-1.5, same=2.0):
         super().__init__(responder)
         self.always = always
         self.held, self.other = held, other  # log-odds of Yes for a held / an absent answer
+        self.same = iter(same) if isinstance(same, tuple) else None
+        self.same_default = same
 
     def score_choices(self, request):
         self.calls.append(request)
         user = request.messages[-1].content
+        if request.purpose == "same_subject":
+            odds = next(self.same) if self.same is not None else self.same_default
+            return ChoiceScores(request.choices, [odds, 0.0], [1, 1], 10, 0.0)
         answer = re.search(r'the answer to the question is "(.*)"', user).group(1)
         yes = self.always if self.always is not None else answer in PASSAGE.search(user).group(2)
         return ChoiceScores(request.choices, [self.held if yes else self.other, 0.0], [1, 1],
@@ -81,11 +88,11 @@ class SupportJudge(FakeLLM):
 
 
 def crossval(script, max_rounds=2, window=20, step=10, both_orders=True, verdict="pairwise",
-             llm=None, support_margin=1.0):
+             llm=None, **options):
     llm = llm or FakeLLM(script)
     return CrossValidatedReranker(llm, ListwiseRanker(llm, window=window, step=step),
                                   max_rounds=max_rounds, both_orders=both_orders,
-                                  verdict=verdict, support_margin=support_margin), llm
+                                  verdict=verdict, **options), llm
 
 
 def test_conflict_found_removes_the_false_side_with_its_reason():
@@ -314,6 +321,75 @@ def test_a_support_vote_needs_a_log_odds_lead_of_the_margin(margin, removed):
     assert all(p < 0.5 for ps in trace.steps[1].outputs["p_yes"].values() for p in ps)
 
 
+@pytest.mark.parametrize("verdict", ["pairwise", "support"])
+def test_same_subject_check_leaves_a_pair_about_two_subjects_standing(verdict):
+    script = Script()
+    reranker, llm = crossval(script, max_rounds=1, verdict=verdict, same_subject_check=True,
+                             llm=SupportJudge(script, same=-2.0))
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert result.removed == [] and len(result.passages) == 4
+    validate = trace.steps[1]
+    assert validate.outputs["status"] == "ambiguous"
+    assert validate.outputs["same_subject"] == pytest.approx(0.119, abs=1e-3)
+    assert "different subjects" in validate.decision
+    assert script.seen["validate"] == []  # no verdict is asked for
+    # both orders: A and B swap between the two requests
+    asked = [c for c in llm.calls if getattr(c, "purpose", None) == "same_subject"]
+    firsts = [PASSAGE.findall(c.messages[-1].content)[0][1] for c in asked]
+    assert firsts == ["The Aldermoor Bridge opened in 1887.",
+                      "The Aldermoor Bridge opened in 1921."]
+
+
+@pytest.mark.parametrize("verdict", ["pairwise", "support"])
+def test_same_subject_check_lets_a_pair_about_one_subject_be_judged(verdict):
+    script = Script()
+    reranker, _ = crossval(script, max_rounds=1, verdict=verdict, same_subject_check=True,
+                           llm=SupportJudge(script, same=2.0))
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    assert trace.steps[1].outputs["status"] == "ok"
+
+
+@pytest.mark.parametrize("threshold, removed", [(0.0, ["blog"]), (1.5, [])])
+def test_same_subject_log_odds_are_averaged_over_both_orders(threshold, removed):
+    """+3 in one order and -1 in the other average to +1: the position preference cancels."""
+    script = Script()
+    reranker, _ = crossval(script, max_rounds=1, verdict="support", same_subject_check=True,
+                           same_subject_threshold=threshold,
+                           llm=SupportJudge(script, same=(3.0, -1.0)))
+    result = reranker.rerank(QUESTION, bridge_passages(), Trace())
+    assert [r.passage.id for r in result.removed] == removed
+
+
+def test_support_verdict_asks_the_subject_only_when_the_answers_differ():
+    class Agreeing(Script):
+        def __call__(self, request):
+            if request.messages[0].content == SIDE_SYSTEM:
+                return "ANSWER: 1887"
+            return super().__call__(request)
+
+    script = Agreeing()
+    reranker, _ = crossval(script, max_rounds=1, verdict="support", same_subject_check=True,
+                             llm=SupportJudge(script))
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert trace.steps[1].outputs["status"] == "none"
+    assert "same_subject" not in [c.purpose for c in trace.steps[1].llm_calls]
+
+
+def test_same_subject_check_is_off_by_default_and_set_by_config():
+    script = Script()
+    default = build_reranker("crossval", SupportJudge(script),
+                             Config.load(None, {"llm.backend": "fake"}))
+    assert default.same_subject_check is False
+    config = Config.load(None, {"llm.backend": "fake", "rerank.same_subject_check": True,
+                                "rerank.same_subject_threshold": -0.5})
+    reranker = build_reranker("crossval", SupportJudge(script), config)
+    assert reranker.same_subject_check is True and reranker.same_subject_threshold == -0.5
+
+
 def test_support_verdict_is_chosen_by_config_and_checked():
     config = Config.load(None, {"llm.backend": "fake", "rerank.verdict": "support"})
     script = Script()
@@ -370,3 +446,19 @@ def test_tiny_model_support_verdict_scores_every_reference_passage(tiny_gguf):
         assert set(step.outputs["p_yes"]) == {p.id for p in others}
         assert all(0 <= p <= 1 for pair in step.outputs["p_yes"].values() for p in pair)
         assert [c.purpose for c in step.llm_calls].count("support_judge") == 2 * len(others)
+
+
+@pytest.mark.model
+def test_tiny_model_same_subject_scores_the_pair_in_both_orders(tiny_gguf):
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
+    try:
+        reranker = CrossValidatedReranker(llm, ListwiseRanker(llm), same_subject_check=True)
+        history, blog, *_ = bridge_passages()
+        with Trace().step("rerank", "crossval.validate") as step:
+            odds = reranker.same_subject(QUESTION, history, blog, step)
+    finally:
+        llm.close()
+    assert math.isfinite(odds)
+    assert [c.purpose for c in step.llm_calls] == ["same_subject"] * 2
