@@ -150,6 +150,19 @@ def pairwise(reranker, question: Question, true, contrary, others) -> dict:
     return record
 
 
+def progress(record: dict) -> str:
+    parts = []
+    if "support" in record:
+        support = record["support"]
+        parts.append(f"support removes {support['removed']} ({support['status']})")
+    if "orders" in record:
+        parts.append(f"pairwise {[o['verdict'] for o in record['orders']]}")
+    if "guard" in record:
+        same = {k: None if v is None else round(v, 2) for k, v in record["guard"].items()}
+        parts.append(f"same-subject log-odds {same}")
+    return "; ".join(parts)
+
+
 def rate(hits: int, n: int) -> str:
     low, high = wilson_interval(hits, n)
     return f"{hits}/{n} = {hits / n:.0%} [{low:.0%}, {high:.0%}]"
@@ -221,12 +234,8 @@ def main() -> None:
             records.append(record)
             sink.write(json.dumps(record) + "\n")
             sink.flush()
-            support = record.get("support", {})
-            pairwise_verdicts = [o["verdict"] for o in record.get("orders", [])]
-            print(f"{len(records)}/{args.items} {item.id}: support removes "
-                  f"{support.get('removed')} ({support.get('status')}, contrary "
-                  f"{record['contrary']}); pairwise {pairwise_verdicts}; same-subject "
-                  f"{record.get('guard')}", flush=True)
+            print(f"{len(records)}/{args.items} {item.id} (contrary {record['contrary']}): "
+                  + progress(record), flush=True)
     summarise(records[: args.items])
 
 

@@ -97,6 +97,8 @@ def test_guard_scores_the_contrary_pair_and_the_ambiguity_pair(capsys):
     record = crossval_verdicts.judge(build_crossval(llm, config, None), ambiguous, ("guard",))
     assert record["guard"]["contrary_pair"] > 0 and record["guard"]["ambiguous_pair"] > 0
     assert [c.purpose for c in llm.calls] == ["same_subject"] * 4  # two pairs, both orders
+    assert crossval_verdicts.progress(record) == (
+        "same-subject log-odds {'contrary_pair': 1.0, 'ambiguous_pair': 1.0}")
     crossval_verdicts.summarise([record])
     out = capsys.readouterr().out
     assert "ambiguity pairs (two subjects) n=1" in out and "AUC 0.50" in out

@@ -372,7 +372,7 @@ def test_support_verdict_asks_the_subject_only_when_the_answers_differ():
 
     script = Agreeing()
     reranker, _ = crossval(script, max_rounds=1, verdict="support", same_subject_check=True,
-                             llm=SupportJudge(script))
+                           llm=SupportJudge(script))
     trace = Trace()
     reranker.rerank(QUESTION, bridge_passages(), trace)
     assert trace.steps[1].outputs["status"] == "none"
