@@ -5,7 +5,8 @@
 # command to continue; runs land in $OUT/<set>-<reranker>, the report in $OUT/report.
 #   N=200 MODEL=default THREADS=1 OUT=runs/rerank bash benchmarks/rerank.sh
 # "none" is the retriever's own order (BM25 over the item's candidates), the input of the others.
-# "crossval:support" is crossval with rerank.verdict=support (run directory <set>-crossval-support).
+# "crossval:support" is crossval with rerank.verdict=support (run directory <set>-crossval-support);
+# a "+guard" suffix adds rerank.same_subject_check=true (<set>-crossval-support-guard).
 set -euo pipefail
 N=${N:-200}
 MODEL=${MODEL:-default}
@@ -19,9 +20,10 @@ FAITHRAG=${FAITHRAG:-faithrag}
 mkdir -p "$OUT"
 for set in $SETS; do
   for reranker in $RERANKERS; do
-    rerank=() name=${reranker/:/-}
-    if [ "$reranker" != none ]; then rerank=(--rerank "${reranker%%:*}"); fi
-    if [[ $reranker == *:* ]]; then rerank+=(--set "rerank.verdict=${reranker#*:}"); fi
+    rerank=() name=${reranker//[:+]/-} verdict=${reranker#*:}
+    if [ "$reranker" != none ]; then rerank=(--rerank "${reranker%%[:+]*}"); fi
+    if [[ $reranker == *:* ]]; then rerank+=(--set "rerank.verdict=${verdict%%+*}"); fi
+    if [[ $reranker == *+guard ]]; then rerank+=(--set rerank.same_subject_check=true); fi
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} --method "$GENERATOR" \
       --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" \
