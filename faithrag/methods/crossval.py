@@ -26,9 +26,10 @@ Each round has two steps:
    entities of an ambiguous question (RAMDocs) lose one valid answer.
    With `same_subject_check` (ours, off by default) either verdict first asks whether the pair
    speaks of the same subject (choice scoring of Yes/No, both orders, log-odds averaged); below
-   `same_subject_threshold` the pair is taken for two readings of an ambiguous question and left
-   standing (status "ambiguous"). The "support" verdict asks it only once the two sides' answers
-   differ.
+   `same_subject_threshold` (default -0.5, P(same) 0.38: like P(yes) above, the 1.5B model's
+   is low even for one subject) the pair is taken for two readings of an ambiguous question and
+   left standing (status "ambiguous"). The "support" verdict asks it only once the two sides'
+   answers differ.
 Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
 at least one other passage to cross-validate against (the method trusts the majority over a lone
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
@@ -141,7 +142,7 @@ class CrossValidatedReranker:
                  passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True,
                  verdict: str = "pairwise", answer_tokens: int = 24,
                  support_margin: float = 1.0, same_subject_check: bool = False,
-                 same_subject_threshold: float = 0.0):
+                 same_subject_threshold: float = -0.5):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         if verdict not in ("pairwise", "support"):
