@@ -28,7 +28,7 @@ skipped and reported; when an id occurs more than once (a resumed run) the last 
 the duplicates are counted. Items with parse_status "failed" or "error" and a null ``correct``
 count as wrong (see metrics.record_correct).
 
-``report(run_dirs, out_dir, compare=False)`` writes to ``out_dir``:
+``report(run_dirs, out_dir, compare=False, common=False)`` writes to ``out_dir``:
 
 - ``report.md``: accuracy per method x dataset (with 95% Wilson CI and n), a detail table (n,
   accuracy, bootstrap CI, parse failures, failed and skipped items, mean prompt/completion tokens
@@ -40,6 +40,9 @@ count as wrong (see metrics.record_correct).
   (runs without a sweep);
 - ``distractors.png``: accuracy against ``sweep.distractors`` per method, one panel per dataset
   (only when some run carries that value).
+
+Common: every run is cut to the items that all runs on its dataset hold, so that runs stopped
+at different points (long runs resume) are summarised on the same items; the report says so.
 
 Compare: for every dataset and every pair of runs on it, the items both runs scored are paired;
 the report gives both accuracies, the difference with a paired bootstrap 95% CI, the discordant
@@ -161,12 +164,23 @@ def find_run_dirs(paths: Sequence[str | Path]) -> list[Path]:
     return found
 
 
+def keep_common_items(runs: list[Run]) -> None:
+    """Cut every run to the item ids that all runs on its dataset hold (in place)."""
+    for dataset in _ordered(r.dataset for r in runs):
+        same = [r for r in runs if r.dataset == dataset]
+        shared = set.intersection(*({rec["id"] for rec in r.records} for r in same))
+        for run in same:
+            run.records = [rec for rec in run.records if rec["id"] in shared]
+
+
 def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = False,
-           seed: int = 0) -> ReportFiles:
+           seed: int = 0, common: bool = False) -> ReportFiles:
     """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``."""
     if not run_dirs:
         raise DataError("no run directories given", hint=RUN_DIR_HINT)
     runs = [load_run(d) for d in run_dirs]
+    if common:
+        keep_common_items(runs)
     _assign_labels(runs)
     aggregates = [aggregate(run.records, seed=seed) for run in runs]
     comparisons = _comparisons(runs, seed) if compare else []
@@ -178,11 +192,12 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
     if _plot_distractors(runs, aggregates, out / DISTRACTORS_PLOT):
         plots.append(out / DISTRACTORS_PLOT)
     table = out / TABLE_FILE
-    table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out),
-                     encoding="utf-8")
+    table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out,
+                               common), encoding="utf-8")
     summary = out / SUMMARY_FILE
     summary.write_text(json.dumps(_finite({
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "common_items": common,
         "runs": [{"run_dir": str(run.path), "label": run.label, "dataset": run.dataset,
                   "method": run.method, "model": run.manifest.get("model"),
                   "sweep": run.sweep or None, "manifest": run.manifest, "aggregate": agg,
@@ -317,13 +332,16 @@ def _metric_names(aggregates: list[dict[str, Any]]) -> list[str]:
 
 
 def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
-              comparisons: list[dict[str, Any]] | None, plots: list[Path], out: Path) -> str:
+              comparisons: list[dict[str, Any]] | None, plots: list[Path], out: Path,
+              common: bool = False) -> str:
     datasets = _ordered(r.dataset for r in runs)
     labels = _ordered(r.label for r in runs)
     lines = ["# faithrag evaluation report", "",
              (f"{len(runs)} run(s), {len(datasets)} dataset(s). Accuracy in %, with the 95% "
               "Wilson interval; items whose output could not be parsed or that failed count "
-              "as wrong."), "", "## Accuracy: method × dataset", ""]
+              "as wrong."
+              + (" Every run is cut to the items all runs on its dataset hold." if common
+                 else "")), "", "## Accuracy: method × dataset", ""]
     cells = {(r.label, r.dataset): agg for r, agg in zip(runs, aggregates)}
     rows = []
     for label in labels:

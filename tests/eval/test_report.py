@@ -180,3 +180,20 @@ def test_find_run_dirs_and_cli(runs: list[Path], tmp_path: Path, capsys) -> None
     assert str(out / "report.md") in capsys.readouterr().out
     assert main(["report", str(tmp_path / "nothing"), "--out", str(out)]) == 2
     assert "no run directory" in capsys.readouterr().err
+
+
+def test_common_cuts_each_dataset_to_the_items_all_its_runs_hold(runs: list[Path],
+                                                                  tmp_path: Path) -> None:
+    short = make_run(tmp_path / "more", "short_d", "d", "cfrag",
+                     [record(f"q{i}", True) for i in (0, 1, 2, 5)])
+    files = report([runs[0], short, runs[2]], tmp_path / "out", common=True)
+    summary = json.loads(files.summary.read_text())
+    assert summary["common_items"] is True
+    by_method = {r["method"]: r["aggregate"] for r in summary["runs"]}
+    # vanilla is right on q0-q3 only: 3 of the 4 shared items; the ranking dataset is untouched
+    assert by_method["vanilla"]["n_scored"] == 4 and by_method["vanilla"]["accuracy"] == 0.75
+    assert by_method["cfrag"]["n_scored"] == 4
+    assert by_method["crossval"]["n"] == 4
+    assert "cut to the items all runs on its dataset hold" in files.table.read_text()
+    plain = json.loads(report([runs[0], short], tmp_path / "plain").summary.read_text())
+    assert [r["aggregate"]["n_scored"] for r in plain["runs"]] == [20, 4]
