@@ -282,20 +282,16 @@ class CrossValidatedReranker:
     def same_subject(self, question: Question, a: Passage, b: Passage, step: Step) -> float:
         """The log-odds of "Yes", a and b speak of the same subject, averaged over the orders
         (a, b) and (b, a) to cancel the model's preference for either position."""
-        odds = []
-        for x, y in ((a, b), (b, a)):
-            def render(texts: list[str], titles=(x.title, y.title)) -> tuple[Message, ...]:
-                pair = _render_labelled(list(zip(PAIR_LABELS, titles, texts)))
+        def render_pair(first: Passage, second: Passage):
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title),
+                                                 texts)))
                 user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
                 return (Message("system", SUBJECT_SYSTEM), Message("user", user))
+            return render
 
-            fitted = fit_evidence(self.llm, render, [self._cut(x), self._cut(y)], reserve=4)
-            step.warnings.extend(fitted.warnings)
-            scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO,
-                                                          purpose="same_subject"))
-            step.record_llm("same_subject", scores.prompt_tokens, 0, scores.seconds)
-            yes, no = scores.logprobs
-            odds.append(yes - no)
+        odds = [self._yes_log_odds(render_pair(x, y), [self._cut(x), self._cut(y)],
+                                   "same_subject", step) for x, y in ((a, b), (b, a))]
         return sum(odds) / len(odds)
 
     def _different_subjects(self, question: Question, a: Passage, b: Passage,
@@ -305,12 +301,13 @@ class CrossValidatedReranker:
         if not self.same_subject_check:
             return False
         odds = self.same_subject(question, a, b, step)
-        step.outputs["same_subject"] = round(sigmoid(odds), 3)
+        p_same = sigmoid(odds)
+        step.outputs["same_subject"] = round(p_same, 3)
         if odds >= self.same_subject_threshold:
             return False
         step.outputs["status"] = STATUS_AMBIGUOUS
-        step.decision = (f"the pair speaks of different subjects (P(same) "
-                         f"{sigmoid(odds):.2f}): nothing removed")
+        step.decision = (f"the pair speaks of different subjects (P(same) {p_same:.2f}): "
+                         "nothing removed")
         return True
 
     def _pairwise_verdict(self, question: Question, a: Passage, b: Passage,
@@ -367,11 +364,15 @@ class CrossValidatedReranker:
                     + SUPPORT_INSTRUCTION.format(answer=answer))
             return (Message("system", SUPPORT_SYSTEM), Message("user", user))
 
-        fitted = fit_evidence(self.llm, render, [self._cut(reference)], reserve=4)
+        return self._yes_log_odds(render, [self._cut(reference)], "support_judge", step)
+
+    def _yes_log_odds(self, render, texts: list[str], purpose: str, step: Step) -> float:
+        """log P("Yes") − log P("No") for the prompt `render` makes of `texts` (choice
+        scoring, no generation), recorded on `step` under `purpose`."""
+        fitted = fit_evidence(self.llm, render, texts, reserve=4)
         step.warnings.extend(fitted.warnings)
-        scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO,
-                                                      purpose="support_judge"))
-        step.record_llm("support_judge", scores.prompt_tokens, 0, scores.seconds)
+        scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO, purpose=purpose))
+        step.record_llm(purpose, scores.prompt_tokens, 0, scores.seconds)
         yes, no = scores.logprobs
         return yes - no
 
