@@ -5,6 +5,7 @@ and labelled as data too."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from faithrag.llm.base import LLM, GenerationRequest, Message
@@ -24,10 +25,26 @@ SYNTHESIS_SYSTEM = ("You decide between candidate answers to a question by check
 DRAFT_STOP = ("\n\n",)
 
 
+# A question that opens with one of these and offers no "or" alternative asks yes or no.
+AUXILIARIES = frozenset({
+    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "has", "have", "had",
+    "will", "would", "should", "shall", "may", "might", "must"})
+
+
+def asks_yes_or_no(text: str) -> bool:
+    """"Are Pothos and Laelia both plants?" yes; "Is Paris or Lyon larger?" and "Where is X?"
+    no. Only such questions are told to answer yes or no: told so on every question, the 1.5B
+    default model answered "Yes" to wh-questions (hotpotqa_distractor, 2026-11-24)."""
+    words = re.findall(r"[a-z']+", text.lower())
+    return bool(words) and words[0] in AUXILIARIES and "or" not in words
+
+
 def _answer_slot(question: Question) -> str:
-    return ("<the text of exactly one option>" if question.choices
-            else "<a short phrase: a name, date, number or a few words, not a sentence; yes "
-                 "or no when the question asks yes or no>")
+    if question.choices:
+        return "<the text of exactly one option>"
+    if asks_yes_or_no(question.text):
+        return "<yes or no>"
+    return "<a short phrase: a name, date, number or a few words, not a sentence>"
 
 
 def draft_request(llm: LLM, question: Question, passages: Sequence[Passage], max_tokens: int,
@@ -56,6 +73,7 @@ def synthesis_request(llm: LLM, question: Question, passages: Sequence[Passage],
         f'<candidate rank="{i}" score="{score:.3f}">Answer: {answer}. Rationale: {rationale}'
         f"</candidate>" for i, (answer, rationale, score) in enumerate(candidates, 1))
     closing = ("Answer with the text of exactly one option, nothing else." if question.choices
+               else "Answer with yes or no only." if asks_yes_or_no(question.text)
                else "Answer with a short phrase only, no explanation.")
 
     def render(texts: list[str]) -> tuple[Message, ...]:
