@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
+from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.cfrag.answers import same_answer
@@ -73,7 +73,7 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
-from faithrag.retrieval.scorers.llm_judge import sigmoid
+from faithrag.retrieval.scorers.llm_judge import sigmoid, yes_log_odds
 from faithrag.types import Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
@@ -122,7 +122,6 @@ SUBJECT_SYSTEM = ("You compare two passages retrieved for a question. "
 SUBJECT_INSTRUCTION = (
     "A name in a question can refer to several different people, works, places or events. Do "
     "passages A and B speak about the same one? Answer Yes or No.")
-YES_NO = ("Yes", "No")
 MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
 
 
@@ -290,8 +289,8 @@ class CrossValidatedReranker:
                 return (Message("system", SUBJECT_SYSTEM), Message("user", user))
             return render
 
-        odds = [self._yes_log_odds(render_pair(x, y), [self._cut(x), self._cut(y)],
-                                   "same_subject", step) for x, y in ((a, b), (b, a))]
+        odds = [yes_log_odds(self.llm, render_pair(x, y), [self._cut(x), self._cut(y)],
+                             "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
         return sum(odds) / len(odds)
 
     def _different_subjects(self, question: Question, a: Passage, b: Passage,
@@ -364,17 +363,8 @@ class CrossValidatedReranker:
                     + SUPPORT_INSTRUCTION.format(answer=answer))
             return (Message("system", SUPPORT_SYSTEM), Message("user", user))
 
-        return self._yes_log_odds(render, [self._cut(reference)], "support_judge", step)
-
-    def _yes_log_odds(self, render, texts: list[str], purpose: str, step: Step) -> float:
-        """log P("Yes") − log P("No") for the prompt `render` makes of `texts` (choice
-        scoring, no generation), recorded on `step` under `purpose`."""
-        fitted = fit_evidence(self.llm, render, texts, reserve=4)
-        step.warnings.extend(fitted.warnings)
-        scores = self.llm.score_choices(ChoiceRequest(fitted.messages, YES_NO, purpose=purpose))
-        step.record_llm(purpose, scores.prompt_tokens, 0, scores.seconds)
-        yes, no = scores.logprobs
-        return yes - no
+        return yes_log_odds(self.llm, render, [self._cut(reference)], "support_judge", step,
+                            reserve=4)
 
     def support_verdict(self, question: Question, a: Passage, b: Passage,
                         others: list[Passage], step: Step
