@@ -5,8 +5,8 @@
    filtered (dialectical.py);
 3. clustering — spectral clustering of the evidence into K clusters (clustering.py);
 4. sampling — M evidence subsets by stratified sampling (sampling.py);
-5. drafts — M hypotheses (answer + rationale), sent as ONE `llm.generate([...])` call so a
-   backend can batch them (llama.cpp reuses the shared prompt prefix inside the call; the
+5. drafts — M hypotheses (answer + rationale, rationale.py), sent as ONE `llm.generate([...])`
+   call so a backend can batch them (llama.cpp reuses the shared prompt prefix inside the call; the
    OpenAI backend sends them concurrently);
 6. scoring — coherence, causal discrimination, optional confidence and specificity, Ψ
    (scoring.py);
@@ -24,6 +24,12 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
   the whole list. The top N are kept (by similarity to the question, one per type first).
 - The relevance filter and the dedup use the MiniLM bi-encoder; the filter keeps a passage when
   its best cosine over all queries is >= 0.1, and caps the pool at 12 by that best relevance.
+- A hypothesis' rationale is by default not written by the model (`cfrag.rationale`): each draft
+  is vanilla's short-answer prompt over its subset, and the rationale is the subset's sentence
+  closest to question + answer (rationale.py). Asked for "Rationale: ... Answer: ...", the 1.5B
+  default model got 6 of the first 20 hotpotqa_distractor items right where vanilla's prompt
+  got 10, on the same five passages (benchmarks/cfrag_draft_prompt.py). "generated" is the
+  paper's form, for models that write both well.
 - Coherence (eq. 9–10) is the mean clipped cosine between the hypothesis (answer + rationale)
   and the passages of its subset: the equations themselves were not available here.
 - Spectral clustering uses σ = median pairwise distance and clamps K to max(1, min(K, n // 2)).
@@ -57,9 +63,11 @@ from faithrag.methods.cfrag.dialectical import EvidencePool, dialectical_retriev
 from faithrag.methods.cfrag.drafting import draft_request, synthesis_request
 from faithrag.methods.cfrag.parsing import (
     ParsedHypothesis,
+    parse_answer_line,
     parse_counterfactuals,
     parse_hypothesis,
 )
+from faithrag.methods.cfrag.rationale import closest_sentence
 from faithrag.methods.cfrag.sampling import stratified_subsets
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.common import generate, match_choice
@@ -211,16 +219,25 @@ class CFRAG:
             return plan.subsets
 
     def _draft(self, question: Question, pool: EvidencePool, subsets: list[list[int]],
-               trace: Trace) -> list[Hypothesis]:
+               vectors: VectorMemo, trace: Trace) -> list[Hypothesis]:
         s = self.settings
-        with trace.step("generate", "cfrag.drafts", m=len(subsets)) as step:
+        written = s.rationale == "generated"
+        with trace.step("generate", "cfrag.drafts", m=len(subsets),
+                        rationale=s.rationale) as step:
             requests = [draft_request(self.llm, question, [pool.passages[i] for i in subset],
-                                      s.draft_tokens, s.use_confidence, step)
+                                      s.draft_tokens if written else self.answer_tokens,
+                                      s.use_confidence, step, written)
                         for subset in subsets]
             completions = generate(self.llm, requests, step)  # ONE call: batched/concurrent
             hypotheses = []
             for number, (subset, completion) in enumerate(zip(subsets, completions), 1):
-                parsed = parse_hypothesis(completion.text)
+                if written:
+                    parsed = parse_hypothesis(completion.text)
+                else:
+                    answer = parse_answer_line(completion.text)
+                    parsed = ParsedHypothesis(answer, closest_sentence(
+                        question.text, answer, [pool.passages[i].text for i in subset], vectors)
+                        if answer else "")
                 choice = (match_choice(parsed.answer, question.choices)
                           if question.choices and parsed.answer is not None else None)
                 hypotheses.append(Hypothesis(number, subset, completion.text, parsed, choice,
@@ -361,7 +378,7 @@ class CFRAG:
         queries = [question.text] + [c.question for c in counterfactuals]
         pool = self._retrieve(question, passages, queries, vectors, trace)
         subsets = self._divide(pool, vectors, self._seed(question), trace)
-        hypotheses = self._draft(question, pool, subsets, trace)
+        hypotheses = self._draft(question, pool, subsets, vectors, trace)
         raw = "\n---\n".join(h.raw for h in hypotheses)
         if not any(h.usable for h in hypotheses):
             with trace.step("generate", "cfrag.arbitration") as step:

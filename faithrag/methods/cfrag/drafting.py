@@ -15,6 +15,7 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.methods.vanilla import ANSWER_STOP, render_prompt
 from faithrag.types import Passage, Question, Step
 
 DRAFT_SYSTEM = ("You answer a question from the passages you are given and say in one sentence "
@@ -48,8 +49,14 @@ def _answer_slot(question: Question) -> str:
 
 
 def draft_request(llm: LLM, question: Question, passages: Sequence[Passage], max_tokens: int,
-                  logprobs: bool, step: Step) -> GenerationRequest:
+                  logprobs: bool, step: Step, write_rationale: bool) -> GenerationRequest:
+    """With `write_rationale`, the model replies "Rationale: ..." then "Answer: ..."; without,
+    the request is vanilla RAG's short-answer prompt over the subset."""
     titles = [p.title for p in passages]
+    if not write_rationale:
+        fitted = fit(llm, render_prompt(question, titles), passages, max_tokens, step)
+        return GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_STOP,
+                                 logprobs=logprobs, purpose="draft")
     instruction = ("Reply in exactly this format:\n"  # reason first: the answer stays short
                    "Rationale: <one sentence: which passage says what>\n"
                    f"Answer: {_answer_slot(question)}")

@@ -1,4 +1,4 @@
-"""Readers for CF-RAG's two model outputs: the counterfactual list and a hypothesis.
+"""Readers for CF-RAG's model outputs: the counterfactual list, a hypothesis and an answer line.
 
 Counterfactual list, one line per variant (numbering, bullets and markdown bold tolerated):
 
@@ -14,7 +14,10 @@ Hypothesis (the rationale may come before or after the answer):
     Rationale: <one sentence>
     Answer: <short answer>
 
-The "Answer:" label is required (an answer on the line after a bare label is accepted; the first
+Answer line (the draft when the rationale is extracted, not written): the first non-empty line,
+minus an "Answer:" label; empty output is unparsable.
+
+The hypothesis' "Answer:" label is required (an answer on the line after a bare label is accepted; the first
 label counts); a missing rationale leaves it empty. Output without an answer is unparsable — the caller counts
 it and never guesses an answer from it."""
 
@@ -128,3 +131,9 @@ def parse_hypothesis(text: str) -> ParsedHypothesis:
         elif section == "rationale" and label is None:
             rationale_lines.append(line)
     return ParsedHypothesis(answer or None, " ".join(" ".join(rationale_lines).split()))
+
+
+def parse_answer_line(text: str) -> str | None:
+    line = next((x for x in text.splitlines() if x.strip()), "")
+    label = _ANSWER_LABEL.match(line.replace("**", "").replace("__", ""))
+    return _clean(label.group(1) if label else line).rstrip(".").strip() or None

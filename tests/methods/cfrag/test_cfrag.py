@@ -12,15 +12,17 @@ from faithrag.retrieval.scorers import LLMJudgeScorer
 from faithrag.types import Question, Trace
 
 # The fake tokenizer counts bytes, so the token budgets are raised for the scripted replies.
-BASE = {"cfrag.scorer": "bi_encoder", "cfrag.counterfactual_tokens": 400,
-        "cfrag.draft_tokens": 400, "cfrag.k_clusters": 2, "cfrag.subset_size": 2}
+# The scripted drafts write their rationale; the extracted one has its own tests at the end.
+BASE = {"cfrag.scorer": "bi_encoder", "cfrag.rationale": "generated",
+        "cfrag.counterfactual_tokens": 400, "cfrag.draft_tokens": 400, "cfrag.k_clusters": 2,
+        "cfrag.subset_size": 2}
 
 
 def make(responder=draft_by_evidence, retriever=None, scorer=None, **overrides):
     config = Config.load(None, {**BASE, **{f"cfrag.{k}": v for k, v in overrides.items()}})
     llm = FakeLLM(responder)
-    return llm, CFRAG(llm, config.cfrag, retriever, k=3, embedder=KeywordEmbedder(),
-                      scorer=scorer)
+    return llm, CFRAG(llm, config.cfrag, retriever, k=3, answer_tokens=400,
+                      embedder=KeywordEmbedder(), scorer=scorer)
 
 
 def run(generator, question=QUESTION, passages=PASSAGES):
@@ -224,3 +226,32 @@ def test_factory_builds_cfrag_from_the_config():
     assert generator.k == 7 and generator.name == "cfrag"
     with pytest.raises(ConfigError):
         Config.load(None, {"cfrag.scorer": "cross_encoder"})
+
+
+def short_answer_by_evidence(request):
+    """The scripted model asked for a short answer only: the answer line of draft_by_evidence."""
+    reply = draft_by_evidence(request)
+    return reply.split("Answer: ")[-1] if request.purpose == "draft" else reply
+
+
+def test_extracted_rationale_drafts_with_vanillas_prompt_and_quotes_the_subset():
+    llm, generator = make(short_answer_by_evidence, rationale="extracted")
+    answer, steps = run(generator)
+    drafts = [r for batch in llm.generate_calls for r in batch if r.purpose == "draft"]
+    assert len(drafts) == 3
+    assert all(r.messages[-1].content.endswith("Answer with a short phrase only, no explanation.")
+               for r in drafts)
+    assert answer.text == "Neil Armstrong" and answer.parse_status == "ok"
+    pool = {p.id: p.text for p in PASSAGES}
+    for h in steps["cfrag.drafts"].outputs["hypotheses"]:
+        subset = [pool[i] for i in h["evidence"]]
+        assert any(h["rationale"] in text for text in subset)  # a sentence of its own evidence
+
+
+def test_extracted_rationale_an_empty_draft_is_unparsable():
+    def silent(request):
+        return "" if request.purpose == "draft" else draft_by_evidence(request)
+    _, generator = make(silent, rationale="extracted")
+    answer, steps = run(generator)
+    assert answer.parse_status == "failed"
+    assert steps["cfrag.drafts"].outputs["unparsable"] == [1, 2, 3]

@@ -4,6 +4,7 @@ from hypothesis import strategies as st
 
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.cfrag.drafting import asks_yes_or_no, draft_request, synthesis_request
+from faithrag.methods.vanilla import ANSWER_STOP, render_prompt
 from faithrag.types import Passage, Question, Step
 
 PASSAGES = [Passage("p1", "Pothos is a genus of flowering plants.", "Pothos")]
@@ -43,14 +44,24 @@ def user_text(request):
 def test_the_draft_asks_for_yes_or_no_only_on_yes_no_questions():
     llm = FakeLLM(lambda request: "")
     yes_no = draft_request(llm, Question("Are Pothos and Laelia both plants?"), PASSAGES, 32,
-                           False, Step("generate", "t"))
+                           False, Step("generate", "t"), write_rationale=True)
     wh = draft_request(llm, Question("Who named Pothos?"), PASSAGES, 32, False,
-                       Step("generate", "t"))
+                       Step("generate", "t"), write_rationale=True)
     choice = draft_request(llm, Question("Is Pothos a plant?", choices=("yes", "no")),
-                           PASSAGES, 32, False, Step("generate", "t"))
+                           PASSAGES, 32, False, Step("generate", "t"), write_rationale=True)
     assert "Answer: <yes or no>" in user_text(yes_no)
     assert "yes" not in user_text(wh).lower().split("answer:")[-1]
     assert "exactly one option" in user_text(choice)
+
+
+def test_without_a_written_rationale_the_draft_is_vanillas_prompt():
+    llm = FakeLLM(lambda request: "")
+    question = Question("Who named Pothos?")
+    draft = draft_request(llm, question, PASSAGES, 32, True, Step("generate", "t"),
+                          write_rationale=False)
+    plain = render_prompt(question, [p.title for p in PASSAGES])([p.text for p in PASSAGES])
+    assert draft.messages == plain
+    assert draft.stop == ANSWER_STOP and draft.logprobs and draft.purpose == "draft"
 
 
 def test_the_synthesis_closing_follows_the_question_kind():

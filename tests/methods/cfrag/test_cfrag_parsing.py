@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 from faithrag.methods.cfrag.parsing import (
     TYPES,
     UNKNOWN_ANSWERS,
+    parse_answer_line,
     parse_counterfactuals,
     parse_hypothesis,
 )
@@ -97,3 +98,25 @@ def test_fuzz_hypothesis_roundtrip(answer, rationale, rationale_first):
     h = parse_hypothesis("\n".join(lines[::-1] if rationale_first else lines))
     assert h.answer == answer
     assert h.rationale == " ".join(rationale.split())
+
+
+def test_answer_line():
+    assert parse_answer_line("Punk rock\nRationale: passage 2") == "Punk rock"
+    assert parse_answer_line("\n**Answer:** Paris.\nmore") == "Paris"
+    assert parse_answer_line("") is None
+    assert parse_answer_line(" \n\t\n") is None
+    assert parse_answer_line("Answer:\nParis") is None  # an empty answer line
+
+
+@given(st.text(max_size=200))
+def test_fuzz_answer_line_comes_from_the_first_line(text):
+    answer = parse_answer_line(text)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    assert answer is None or (answer == answer.strip() != "" and answer in first.replace("**", "")
+                              .replace("__", ""))
+
+
+@given(_ANSWERS)
+def test_fuzz_answer_line_roundtrip(answer):
+    assert parse_answer_line(f"{answer}\n\nRationale: anything") == answer
+    assert parse_answer_line(f"Answer: {answer}") == answer
