@@ -6,8 +6,8 @@
 3. clustering — spectral clustering of the evidence into K clusters (clustering.py);
 4. sampling — M evidence subsets by stratified sampling (sampling.py);
 5. drafts — M hypotheses (answer + rationale, rationale.py), sent as ONE `llm.generate([...])`
-   call so a backend can batch them (llama.cpp reuses the shared prompt prefix inside the call; the
-   OpenAI backend sends them concurrently);
+   call so a backend can batch them (llama.cpp reuses the shared prompt prefix inside the call;
+   the OpenAI backend sends them concurrently);
 6. scoring — coherence, causal discrimination, optional confidence and specificity, Ψ
    (scoring.py);
 7. arbitration — when every hypothesis gives the same answer (consensus) the best Ψ wins;

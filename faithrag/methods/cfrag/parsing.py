@@ -14,12 +14,12 @@ Hypothesis (the rationale may come before or after the answer):
     Rationale: <one sentence>
     Answer: <short answer>
 
-Answer line (the draft when the rationale is extracted, not written): the first non-empty line,
-minus an "Answer:" label; empty output is unparsable.
+The "Answer:" label is required (an answer on the line after a bare label is accepted; the
+first label counts); a missing rationale leaves it empty. Output without an answer is
+unparsable — the caller counts it and never guesses an answer from it.
 
-The hypothesis' "Answer:" label is required (an answer on the line after a bare label is accepted; the first
-label counts); a missing rationale leaves it empty. Output without an answer is unparsable — the caller counts
-it and never guesses an answer from it."""
+Answer line (a draft when the rationale is extracted rather than written): the first non-empty
+line, minus an "Answer:" label; output without one is unparsable."""
 
 from __future__ import annotations
 
