@@ -31,7 +31,7 @@ from faithrag.llm.base import GenerationRequest, Message
 from faithrag.methods.cfrag.drafting import (
     DRAFT_STOP,
     DRAFT_SYSTEM,
-    asks_yes_or_no,
+    answer_slot,
     draft_request,
 )
 from faithrag.methods.cfrag.parsing import parse_hypothesis
@@ -46,16 +46,8 @@ ANSWER_FIRST = ("Reply in exactly this format:\nAnswer: {slot}\n"
                 "Rationale: <one sentence: which passage says so>")
 
 
-def template_slot(question: Question) -> str:
-    if question.choices:
-        return "<the text of exactly one option>"
-    if asks_yes_or_no(question.text):
-        return "<yes or no>"
-    return "<a short phrase: a name, date, number or a few words, not a sentence>"
-
-
 def answer_first_request(llm, question: Question, passages, step) -> GenerationRequest:
-    instruction = ANSWER_FIRST.format(slot=template_slot(question))
+    instruction = ANSWER_FIRST.format(slot=answer_slot(question))
     titles = [p.title for p in passages]
 
     def render(texts):

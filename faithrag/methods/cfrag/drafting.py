@@ -40,7 +40,7 @@ def asks_yes_or_no(text: str) -> bool:
     return bool(words) and words[0] in AUXILIARIES and "or" not in words
 
 
-def _answer_slot(question: Question) -> str:
+def answer_slot(question: Question) -> str:
     if question.choices:
         return "<the text of exactly one option>"
     if asks_yes_or_no(question.text):
@@ -59,7 +59,7 @@ def draft_request(llm: LLM, question: Question, passages: Sequence[Passage], max
                                  logprobs=logprobs, purpose="draft")
     instruction = ("Reply in exactly this format:\n"  # reason first: the answer stays short
                    "Rationale: <one sentence: which passage says what>\n"
-                   f"Answer: {_answer_slot(question)}")
+                   f"Answer: {answer_slot(question)}")
 
     def render(texts: list[str]) -> tuple[Message, ...]:
         user = (f"Passages:\n{render_passages(texts, titles)}\n\n{question_block(question)}\n\n"
