@@ -40,13 +40,13 @@ from faithrag.methods.vanilla import answer_plain
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.types import Question, Trace
 
-DRAFT_TOKENS = 80  # cfrag.draft_tokens
 PROMPTS = ("vanilla", "rationale_first", "answer_first")
 ANSWER_FIRST = ("Reply in exactly this format:\nAnswer: {slot}\n"
                 "Rationale: <one sentence: which passage says so>")
 
 
-def answer_first_request(llm, question: Question, passages, step) -> GenerationRequest:
+def answer_first_request(llm, question: Question, passages, max_tokens: int,
+                         step) -> GenerationRequest:
     instruction = ANSWER_FIRST.format(slot=answer_slot(question))
     titles = [p.title for p in passages]
 
@@ -55,21 +55,24 @@ def answer_first_request(llm, question: Question, passages, step) -> GenerationR
                 f"{instruction}")
         return (Message("system", DRAFT_SYSTEM), Message("user", user))
 
-    fitted = fit(llm, render, passages, DRAFT_TOKENS, step)
-    return GenerationRequest(fitted.messages, max_tokens=DRAFT_TOKENS, stop=DRAFT_STOP)
+    fitted = fit(llm, render, passages, max_tokens, step)
+    return GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=DRAFT_STOP)
 
 
-def answers(llm, question: Question, passages, prompts: list[str], step) -> dict[str, dict]:
+def answers(llm, config: Config, question: Question, passages, prompts: list[str],
+            step) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for prompt in prompts:
         if prompt == "vanilla":
-            answer = answer_plain(llm, question, passages, step, 48)
+            answer = answer_plain(llm, question, passages, step,
+                                  config.generation.answer_tokens)
             out[prompt] = {"answer": answer.text, "raw": answer.raw}
             continue
-        request = (draft_request(llm, question, passages, DRAFT_TOKENS, False, step,
+        tokens = config.cfrag.draft_tokens
+        request = (draft_request(llm, question, passages, tokens, False, step,
                                  write_rationale=True)
-                   if prompt == "rationale_first" else answer_first_request(llm, question,
-                                                                            passages, step))
+                   if prompt == "rationale_first"
+                   else answer_first_request(llm, question, passages, tokens, step))
         raw = generate(llm, [request], step)[0].text
         out[prompt] = {"answer": parse_hypothesis(raw).answer, "raw": raw}
     return out
@@ -112,7 +115,7 @@ def main() -> None:
             question.text, args.k)
         start = time.perf_counter()
         with Trace().step("generate", "draft-prompt probe") as step:
-            record.update(answers(llm, question, passages, todo, step))
+            record.update(answers(llm, config, question, passages, todo, step))
         with out.open("a") as f:
             f.write(json.dumps(record) + "\n")
         print(f"{number}/{len(items)} {item.id} {time.perf_counter() - start:.0f}s", flush=True)
