@@ -4,7 +4,8 @@ For each of the first --items items (item_retrieval mode with --distractors inje
 runs once through the pipeline while a thin wrapper records the draft requests it sends; those
 exact requests are then timed as one call and as M calls, in alternating order, --repeats
 times. llama.cpp reuses the prompt prefix the drafts share inside one call (the OpenAI backend
-would send them concurrently instead). Prints and optionally writes JSON.
+would send them concurrently instead). Shows progress on stderr, prints and optionally
+writes JSON.
 
     python benchmarks/cfrag_batching.py --dataset hotpotqa_distractor --items 2 --threads 1
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -66,13 +68,16 @@ def main() -> None:
     dataset = load_dataset(args.dataset, args.data_dir)
     injector = DistractorPool(dataset)
     llm = DraftRecorder(load_llm(config.llm))
-    for item in dataset.items[: args.items]:
+    for number, item in enumerate(dataset.items[: args.items], 1):
+        print(f"pipeline run {number}/{args.items}: {item.id}", file=sys.stderr, flush=True)
         passages = item.passages() + injector.select(item, args.distractors)
         retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
         build_pipeline(config, llm, retriever).run(Question(item.question, item.id))
 
     rows = []
-    for batch in llm.batches:
+    for number, batch in enumerate(llm.batches, 1):
+        print(f"timing batch {number}/{len(llm.batches)} ({len(batch)} drafts)", file=sys.stderr,
+              flush=True)
         one_call, separate = [], []
         for repeat in range(args.repeats):
             order = [0, 1] if repeat % 2 == 0 else [1, 0]
