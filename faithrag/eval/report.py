@@ -273,11 +273,26 @@ def _assign_labels(runs: list[Run]) -> None:
         settings = ", ".join(f"{k}={v}" for k, v in shown.items())
         name = _pipeline_name(run)
         run.label = f"{name} [{settings}]" if settings else name
-    for extra in (lambda r: str(r.manifest.get("model") or "?"), lambda r: r.path.name):
+    for extra in (lambda r, _: str(r.manifest.get("model") or "?"), _distinct_path):
         keys = [(r.dataset, r.label) for r in runs]
-        for run in runs:
-            if keys.count((run.dataset, run.label)) > 1:
-                run.label = f"{run.label} ({extra(run)})"
+        clashes = {key for key in keys if keys.count(key) > 1}
+        for key in clashes:
+            twins = [r for r in runs if (r.dataset, r.label) == key]
+            values = [extra(r, twins) for r in twins]
+            if len(set(values)) > 1:  # a model named on every twin alike tells none apart
+                for run, value in zip(twins, values):
+                    run.label = f"{run.label} ({value})"
+
+
+def _distinct_path(run: Run, twins: list[Run]) -> str:
+    """The shortest tail of the run's directory path that none of its twins shares: its name,
+    or "extracted/hotpotqa-cfrag-d16" when two folders hold runs of the same name."""
+    parts = run.path.resolve().parts
+    others = [o.path.resolve().parts for o in twins if o is not run]
+    for depth in range(1, len(parts) + 1):
+        if all(o[-depth:] != parts[-depth:] for o in others):
+            return "/".join(parts[-depth:])
+    return str(run.path)
 
 
 def _comparisons(runs: list[Run], seed: int) -> list[dict[str, Any]]:

@@ -128,6 +128,18 @@ def test_labels_disambiguate_models_and_duplicates_keep_last(tmp_path: Path) -> 
     assert "1 repeated id(s)" in files.table.read_text()
 
 
+def test_labels_of_same_named_runs_in_different_folders_show_the_folder(tmp_path: Path
+                                                                        ) -> None:
+    runs = [make_run(tmp_path / folder, "cfrag-d16", "d", "cfrag", [record("x", ok)])
+            for folder, ok in (("main", False), ("extracted", True))]
+    files = report(runs, tmp_path / "out", compare=True)
+    summary = json.loads(files.summary.read_text())
+    assert [r["label"] for r in summary["runs"]] == ["cfrag (main/cfrag-d16)",
+                                                     "cfrag (extracted/cfrag-d16)"]
+    assert [(c["a"], c["b"]) for c in summary["comparisons"]] == [
+        ("cfrag (main/cfrag-d16)", "cfrag (extracted/cfrag-d16)")]
+
+
 def test_labels_name_the_pipeline_and_only_the_sweep_settings_that_differ(tmp_path: Path
                                                                          ) -> None:
     def hostile(name: str, retrieval: str, verify: str | None) -> Path:
