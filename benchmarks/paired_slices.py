@@ -1,0 +1,67 @@
+"""Two runs compared on slices of the dataset's item order (e.g. the items a change was tuned on
+against the items after them), paired, with accuracies, a bootstrap CI of the difference and
+McNemar's exact p. The slices index the dataset order that `faithrag eval --limit` takes items
+in, so "0:20" is the first 20 items whatever order the records were written in.
+
+    python benchmarks/paired_slices.py results/cfrag/extracted/hotpotqa_distractor-cfrag-d16 \
+      results/cfrag/main/hotpotqa_distractor-vanilla-d16 0:20 20:100 0:100
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from faithrag.eval.datasets import load_dataset
+from faithrag.eval.metrics import paired_difference, record_correct, wilson_interval
+from faithrag.eval.report import load_run
+
+
+def scored(run_dir: str) -> tuple[str, dict[str, bool]]:
+    run = load_run(run_dir)
+    return run.dataset, {r["id"]: c for r in run.records
+                         if (c := record_correct(r)) is not None}
+
+
+def parse_slice(text: str) -> slice:
+    lo, _, hi = text.partition(":")
+    if not _ or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a slice like 20:100")
+    return slice(int(lo), int(hi))
+
+
+def pct(successes: int, n: int) -> str:
+    lo, hi = wilson_interval(successes, n)
+    return f"{100 * successes / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_a")
+    parser.add_argument("run_b")
+    parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI")
+    parser.add_argument("--data-dir")
+    args = parser.parse_args()
+
+    dataset_a, a = scored(args.run_a)
+    dataset_b, b = scored(args.run_b)
+    if dataset_a != dataset_b:
+        parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
+    order = [item.id for item in load_dataset(dataset_a, args.data_dir).items]
+    print(f"A = {args.run_a}\nB = {args.run_b}\n")
+    print("| items | n (both scored) | A | B | A − B [95% CI] | A only / B only | McNemar p |")
+    print("|---|---:|---|---|---|---|---:|")
+    for part in args.slices:
+        ids = [i for i in order[part] if i in a and i in b]
+        if not ids:
+            print(f"| {part.start + 1}–{part.stop} | 0 | | | | | |")
+            continue
+        d = paired_difference([a[i] for i in ids], [b[i] for i in ids])
+        lo, hi = d["difference_ci"]
+        print(f"| {part.start + 1}–{part.stop} | {len(ids)} | {pct(sum(a[i] for i in ids), len(ids))} "
+              f"| {pct(sum(b[i] for i in ids), len(ids))} | {100 * d['difference']:+.1f} "
+              f"[{100 * lo:+.0f}, {100 * hi:+.0f}] | {d['only_a']} / {d['only_b']} "
+              f"| {d['mcnemar_p']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
