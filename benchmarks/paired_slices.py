@@ -23,8 +23,8 @@ def scored(run_dir: str) -> tuple[str, dict[str, bool]]:
 
 
 def parse_slice(text: str) -> slice:
-    lo, _, hi = text.partition(":")
-    if not _ or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
+    lo, sep, hi = text.partition(":")
+    if not sep or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
         raise argparse.ArgumentTypeError(f"{text!r} is not a slice like 20:100")
     return slice(int(lo), int(hi))
 
