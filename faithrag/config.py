@@ -33,6 +33,9 @@ class LLMConfig(_Strict):
     n_ctx: int = Field(4096, ge=256)
     n_threads: int | None = Field(None, ge=1)
     n_batch: int = Field(512, ge=1)
+    # llama.cpp: keep the recurring leading messages of requests (few-shot turns) between calls;
+    # reproducible, but results differ slightly from the default (see faithrag/llm/llamacpp.py)
+    prefix_cache: bool = False
     # openai backend
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key: str = ""

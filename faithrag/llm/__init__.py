@@ -11,7 +11,7 @@ def load_llm(config: LLMConfig) -> LLM:
     if config.backend == "llamacpp":
         from faithrag.llm.llamacpp import LlamaCppLLM
         return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=config.n_threads,
-                           n_batch=config.n_batch)
+                           n_batch=config.n_batch, prefix_cache=config.prefix_cache)
     if config.backend == "openai":
         from faithrag.llm.openai import OpenAICompatLLM
         return OpenAICompatLLM(

@@ -79,6 +79,10 @@ class GenerationRequest:
     logprobs: bool = False  # return the log-probability of each generated token
     seed: int = 0
     purpose: str = ""  # free label recorded in the trace ("draft", "facts", ...)
+    # how many leading messages recur across many calls (system prompt, few-shot turns): a hint
+    # that lets a backend keep their keys/values between calls (llama.cpp with llm.prefix_cache;
+    # servers such as vLLM or llama.cpp server cache shared prefixes on their own)
+    cache_prefix: int = 0
 
 
 @dataclass

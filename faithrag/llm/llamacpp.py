@@ -29,6 +29,13 @@ plus a tail differs by 0.3-0.8 in the last position's logits, measured on all th
 reusing a cache across calls would make a request's answer depend on what ran before it. This
 way a call's results are a function of its arguments: reruns and resumed runs reproduce them
 exactly.
+
+With `prefix_cache=True` the leading messages a request marks as recurring (`cache_prefix`:
+system prompt, few-shot turns) are kept between calls, without giving that up: such a prefix is
+always evaluated on its own, from an empty cache, and its keys/values are snapshotted (llama.cpp's
+per-sequence state) and restored bit for bit the next time it leads a prompt. The split is then
+fixed by the request, not by what ran before. It differs from the default single-batch split, so
+results with and without the option differ in the same small way as above.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -139,6 +147,8 @@ class LlamaCppLLM:
         n_batch: int = 512,
         seed: int = 0,
         verbose: bool = False,
+        prefix_cache: bool = False,
+        max_prefix_snapshots: int = 16,
     ):
         path = resolve_model(model)
         self.name = model if model in PRESETS else path.name
@@ -178,6 +188,10 @@ class LlamaCppLLM:
         self._n_ctx = lib.llama_n_ctx(self._ctx.ctx)
         self._n_vocab = lib.llama_vocab_n_tokens(self._vocab)
         self._cached: list[int] = []  # tokens whose keys/values sit in the cache at 0..len-1
+        self.prefix_cache = prefix_cache
+        self._max_snapshots = max_prefix_snapshots
+        # recurring prompt prefix -> its sequence state, least recently used first
+        self._snapshots: OrderedDict[tuple[int, ...], tuple[ctypes.Array, int]] = OrderedDict()
 
         metadata = self._model.metadata()
         template = metadata.get("tokenizer.chat_template")
@@ -235,12 +249,22 @@ class LlamaCppLLM:
             ids = self._encode_chat(request.messages)
             self._check_fits(len(ids) + request.max_tokens, f"prompt ({len(ids)} tokens) + "
                              f"max_tokens ({request.max_tokens})")
-            encoded.append(ids)
+            encoded.append((ids, self._recurring_tokens(request, ids)))
         with self._lock:
             self._truncate(0)
-            return [self._generate_one(r, ids) for r, ids in zip(requests, encoded)]
+            return [self._generate_one(r, ids, recurring) for r, (ids, recurring)
+                    in zip(requests, encoded)]
 
-    def _generate_one(self, request: GenerationRequest, prompt: list[int]) -> Completion:
+    def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
+        """How many leading tokens of `prompt` are the request's recurring messages (0 when
+        the prefix cache is off or nothing recurs); at least the last token stays outside."""
+        if not self.prefix_cache or request.cache_prefix <= 0:
+            return 0
+        head = self._encode_chat(request.messages[:request.cache_prefix])
+        return min(common_prefix(head, prompt), len(prompt) - 1)
+
+    def _generate_one(self, request: GenerationRequest, prompt: list[int],
+                      recurring: int = 0) -> Completion:
         start = time.perf_counter()
         bias = DenseBias(request.bias, self._n_vocab)
         rng = np.random.default_rng([self._seed, request.seed]) if request.temperature > 0 else None
@@ -250,7 +274,7 @@ class LlamaCppLLM:
         logprobs: list[float] = []
         text, finish = "", "length"
 
-        self._prefill(prompt)
+        self._prefill(prompt, recurring)
         for step in range(request.max_tokens):
             np.copyto(scores, self._last_logits())
             bias(None, scores)
@@ -346,6 +370,7 @@ class LlamaCppLLM:
             self._ctx.close()
             self._model.close()
             self._cached = []
+            self._snapshots.clear()
 
     # ----------------------------------------------------------------- internals
     def _check_fits(self, needed: int, what: str) -> None:
@@ -399,12 +424,39 @@ class LlamaCppLLM:
         ptr = self._lib.llama_get_logits_ith(self._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
 
-    def _prefill(self, prompt: list[int]) -> None:
+    def _prefill(self, prompt: list[int], recurring: int = 0) -> None:
         """Make the cache hold `prompt` with the logits of its last position ready, re-using the
-        cached common prefix (at least the last token is always evaluated, for its logits)."""
+        cached common prefix (at least the last token is always evaluated, for its logits).
+        When that is shorter than the `recurring` prefix, the recurring prefix comes from its
+        snapshot instead (evaluated on its own and snapshotted the first time)."""
         keep = min(common_prefix(self._cached, prompt), len(prompt) - 1)
+        if recurring > keep:
+            self._load_prefix(prompt[:recurring])
+            keep = recurring
         self._truncate(keep)
         self._extend(prompt[keep:])
+
+    def _load_prefix(self, prefix: list[int]) -> None:
+        """Make the cache hold exactly `prefix`, as evaluated alone from an empty cache."""
+        lib, ctx, key = self._lib, self._ctx.ctx, tuple(prefix)
+        self._truncate(0)
+        snapshot = self._snapshots.get(key)
+        if snapshot is not None:
+            self._snapshots.move_to_end(key)
+            state, size = snapshot
+            if lib.llama_state_seq_set_data(ctx, state, size, 0) > 0:
+                self._cached = list(prefix)
+                return
+            self._truncate(0)  # could not restore (e.g. no free cells): evaluate it again
+            del self._snapshots[key]
+        self._extend(prefix)
+        capacity = lib.llama_state_seq_get_size(ctx, 0)
+        state = (ctypes.c_uint8 * capacity)()
+        size = lib.llama_state_seq_get_data(ctx, state, capacity, 0)
+        if size > 0:
+            self._snapshots[key] = (state, size)
+            while len(self._snapshots) > self._max_snapshots:
+                self._snapshots.popitem(last=False)
 
     def _truncate(self, keep: int) -> None:
         mem = self._lib.llama_get_memory(self._ctx.ctx)

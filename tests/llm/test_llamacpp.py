@@ -305,3 +305,87 @@ def test_closed_model_raises_instead_of_crashing(tiny_gguf):
         model.generate([GenerationRequest(QUESTION, max_tokens=1)])
     with pytest.raises(RuntimeUnavailableError):
         model.detokenize([1])
+
+
+# ------------------------------------------------------------------------- prefix cache
+
+FEW_SHOT = (Message("system", "You name the capital of a country in one word."),
+            Message("user", "Country: Italy"), Message("assistant", "Rome"),
+            Message("user", "Country: Japan"), Message("assistant", "Tokyo"))
+
+
+def capital_request(country: str) -> GenerationRequest:
+    return GenerationRequest(FEW_SHOT + (Message("user", f"Country: {country}"),), max_tokens=4,
+                             logprobs=True, cache_prefix=len(FEW_SHOT))
+
+
+@pytest.fixture(scope="module")
+def cached_llm(tiny_gguf):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    model = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1, prefix_cache=True,
+                        max_prefix_snapshots=2)
+    yield model
+    model.close()
+
+
+def count_evaluated(model: LlamaCppLLM, monkeypatch) -> list[int]:
+    counts: list[int] = []
+    extend = model._extend
+
+    def counting(tokens, all_logits=False):
+        counts.append(len(tokens))
+        return extend(tokens, all_logits)
+    monkeypatch.setattr(model, "_extend", counting)
+    return counts
+
+
+@pytest.mark.model
+def test_prefix_cache_evaluates_the_recurring_prefix_once(cached_llm, monkeypatch):
+    cached_llm._snapshots.clear()
+    counts = count_evaluated(cached_llm, monkeypatch)
+    france, spain = capital_request("France"), capital_request("Spain")
+    cached_llm.generate([france])
+    prefix, rest = counts[:2]  # the prefix alone, then the rest of the prompt
+    assert prefix + rest == cached_llm.count_chat_tokens(france.messages) and prefix > 2 * rest
+    counts.clear()
+    cached_llm.generate([spain])
+    assert counts[0] == cached_llm.count_chat_tokens(spain.messages) - prefix
+
+
+@pytest.mark.model
+def test_prefix_cache_results_do_not_depend_on_what_ran_before(cached_llm, tiny_gguf):
+    cached_llm._snapshots.clear()
+    france, spain = capital_request("France"), capital_request("Spain")
+    [cold] = cached_llm.generate([france])  # prefix evaluated and snapshotted
+    cached_llm.generate([spain, GenerationRequest(QUESTION, max_tokens=4)])
+    [warm] = cached_llm.generate([france])  # prefix restored from the snapshot
+    fresh = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1, prefix_cache=True)
+    try:
+        fresh.generate([spain])
+        [other_history] = fresh.generate([france])
+    finally:
+        fresh.close()
+    assert (warm.text, warm.token_logprobs) == (cold.text, cold.token_logprobs)  # bit-exact
+    assert (other_history.text, other_history.token_logprobs) == \
+        (cold.text, cold.token_logprobs)
+
+
+@pytest.mark.model
+def test_prefix_cache_keeps_at_most_the_configured_snapshots(cached_llm):
+    cached_llm._snapshots.clear()
+    for system in ("One word.", "One word only.", "Answer in one word."):
+        request = replace(capital_request("Peru"),
+                          messages=(Message("system", system),) + capital_request("Peru").messages[1:])
+        cached_llm.generate([request])
+    assert len(cached_llm._snapshots) == 2
+
+
+@pytest.mark.model
+def test_cache_prefix_is_ignored_without_the_prefix_cache(llm, monkeypatch):
+    counts = count_evaluated(llm, monkeypatch)
+    request = capital_request("France")
+    for _ in range(2):
+        counts.clear()
+        llm.generate([request])
+        assert counts[0] == llm.count_chat_tokens(request.messages)  # one pass, from empty
+    assert not llm._snapshots

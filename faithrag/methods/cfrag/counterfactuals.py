@@ -66,7 +66,7 @@ def counterfactual_requests(question: str, max_tokens: int) -> list[GenerationRe
     examples as earlier chat turns, sent together in one call."""
     requests = [GenerationRequest(
         (Message("system", SYSTEM), Message("user", _turn(question, ANSWER_INSTRUCTION))),
-        max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals")]
+        max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals", cache_prefix=1)]
     for t in TYPES:
         change, *examples = CHANGES[t]
         instruction = VARIANT_INSTRUCTION.format(change=change)
@@ -75,8 +75,9 @@ def counterfactual_requests(question: str, max_tokens: int) -> list[GenerationRe
             messages += [Message("user", _turn(example_question, instruction)),
                          Message("assistant", example_reply)]
         messages.append(Message("user", _turn(question, instruction)))
-        requests.append(GenerationRequest(tuple(messages), max_tokens=max_tokens, stop=("\n",),
-                                          purpose="counterfactuals"))
+        requests.append(GenerationRequest(  # all but the question's turn recur across items
+            tuple(messages), max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals",
+            cache_prefix=len(messages) - 1))
     return requests
 
 

@@ -67,6 +67,10 @@ def test_one_request_per_type_plus_the_answer_with_worked_examples_as_chat_turns
         assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
         assert [request.messages[2].content, request.messages[4].content] == list(CHANGES[t][1:])
     assert {r.max_tokens for r in requests} == {40} and {r.stop for r in requests} == {("\n",)}
+    # what recurs across questions is marked for the prefix cache: everything but the question
+    assert [r.cache_prefix for r in requests] == [1] + [5] * len(TYPES)
+    assert len({r.messages[:5] for r in counterfactual_requests("Who wrote Hamlet?", 40)[1:]}
+               | {r.messages[:5] for r in requests[1:]}) == len(TYPES)
     assert screen(QUESTION, CounterfactualList(None), VectorMemo(KeywordEmbedder()), 0.7) == []
 
 
