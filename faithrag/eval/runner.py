@@ -202,12 +202,13 @@ def _comparable(manifest: dict[str, Any], key: str) -> Any:
     return value
 
 
-def _known_keys_only(new: Any, old: Any) -> Any:
-    """`new` restricted to the keys `old` has: a setting added by newer code keeps its default
-    for the old run, so it is not a change of configuration."""
-    if not (isinstance(new, dict) and isinstance(old, dict)):
-        return new
-    return {k: _known_keys_only(v, old[k]) for k, v in new.items() if k in old}
+def _with_defaults(old: Any, defaults: Any) -> Any:
+    """`old` with the settings it lacks filled in from `defaults`: a setting added by newer code
+    had its default value in the old run, so resuming with the default is no change, and
+    resuming with another value is one."""
+    if not (isinstance(old, dict) and isinstance(defaults, dict)):
+        return old
+    return {**defaults, **{k: _with_defaults(v, defaults.get(k)) for k, v in old.items()}}
 
 
 def _write_manifest(out: Path, manifest: dict[str, Any],
@@ -216,8 +217,9 @@ def _write_manifest(out: Path, manifest: dict[str, Any],
     path = out / "manifest.json"
     if path.exists():
         old = json.loads(path.read_text())
-        changed = [k for k in _MANIFEST_KEYS + extra_keys if _comparable(old, k)
-                   != _known_keys_only(_comparable(manifest, k), _comparable(old, k))]
+        old_filled = {**old, "config": _with_defaults(old.get("config"), Config().model_dump())}
+        changed = [k for k in _MANIFEST_KEYS + extra_keys
+                   if _comparable(old_filled, k) != _comparable(manifest, k)]
         if changed:
             raise ConfigError(
                 f"{out} holds a run with a different {', '.join(changed)}.",

@@ -99,6 +99,12 @@ def test_resume_after_code_added_a_setting_is_allowed(tmp_path):
     with pytest.raises(ConfigError):
         run_eval(EvalSpec("set", file=str(data)), changed, tmp_path / "run", FakeLLM(), build,
                  progress=False)
+    # the added setting had its default in the old run: any other value is a change
+    not_default = Config.load(None, {"llm.backend": "fake", "generation.answer_tokens": 7})
+    assert not_default.generation.answer_tokens != Config().generation.answer_tokens
+    with pytest.raises(ConfigError, match="config"):
+        run_eval(EvalSpec("set", file=str(data)), not_default, tmp_path / "run", FakeLLM(),
+                 build, progress=False)
 
 
 def test_a_run_directory_in_use_is_refused(tmp_path):
