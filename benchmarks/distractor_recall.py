@@ -6,8 +6,9 @@ injected, BM25 over the item's passages retrieves the top --k, as `--context ite
 does. Items are "kept" when an answer passage is still in that top k and "lost" when none is
 (items with no answer passage at all are "none"). For each run directory given (records of
 `faithrag eval`, e.g. vanilla and CF-RAG, at this level or another one: the groups are always
-those at --distractors), counts the items it got right in each group; for CF-RAG records also how often an answer passage reached its evidence pool (its
-dialectical retrieval searches with the counterfactual queries too). No model is loaded.
+those at --distractors), counts the items it got right in each group; for CF-RAG records
+also how often an answer passage reached its evidence pool (its dialectical retrieval searches
+with the counterfactual queries too). No model is loaded.
 
     python benchmarks/distractor_recall.py --dataset popqa --distractors 16 \\
       results/cfrag/main/popqa-vanilla-d16 results/cfrag/extracted/popqa-cfrag-d16
