@@ -2,8 +2,8 @@
 
 For the first --limit items of a set, an item's answer passages are its own passages that
 contain a gold alias (the containment the distractor selection uses). With --distractors N
-injected, BM25 over the item's passages retrieves the top --k, as `--context item_retrieval`
-does. Items are "kept" when an answer passage is still in that top k and "lost" when none is
+injected, retrieval over the item's passages (--mode, default BM25 as in the eval runs)
+takes the top --k, as `--context item_retrieval` does. Items are "kept" when an answer passage is still in that top k and "lost" when none is
 (items with no answer passage at all are "none"). For each run directory given (records of
 `faithrag eval`, e.g. vanilla and CF-RAG, at this level or another one: the groups are always
 those at --distractors), counts the items it got right in each group; for CF-RAG records
@@ -34,12 +34,12 @@ def answer_passage_ids(item: QAItem) -> set[str]:
     return {p.id for p in item.passages() if containment(index_text(p), item.answers)}
 
 
-def group_of(item: QAItem, pool: DistractorPool, distractors: int, k: int) -> str:
+def group_of(item: QAItem, pool: DistractorPool, distractors: int, k: int, mode: str) -> str:
     answer_ids = answer_passage_ids(item)
     if not answer_ids:
         return "none"
     passages = item.passages() + pool.select(item, distractors)
-    top = InMemoryRetriever(passages, mode="bm25").retrieve(item.question, k)
+    top = InMemoryRetriever(passages, mode=mode).retrieve(item.question, k)
     return "kept" if any(p.id in answer_ids for p in top) else "lost"
 
 
@@ -50,15 +50,18 @@ def main() -> None:
     parser.add_argument("--data-dir")
     parser.add_argument("--distractors", type=int, required=True)
     parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--mode", default="bm25", choices=("bm25", "dense", "hybrid"))
     parser.add_argument("--limit", type=int, default=100)
     args = parser.parse_args()
 
     dataset = load_dataset(args.dataset, args.data_dir)
     pool = DistractorPool(dataset)
     items = dataset.items[: args.limit]
-    groups = {item.id: group_of(item, pool, args.distractors, args.k) for item in items}
+    groups = {item.id: group_of(item, pool, args.distractors, args.k, args.mode)
+              for item in items}
     sizes = Counter(groups.values())
-    print(f"{args.dataset}, {args.distractors} injected, top {args.k}, first {len(items)} items: "
+    print(f"{args.dataset}, {args.distractors} injected, {args.mode} top {args.k}, "
+          f"first {len(items)} items: "
           + ", ".join(f"{g} {sizes[g]}" for g in GROUPS))
     print(f"\n| run | group (at {args.distractors} injected) | items in run | right "
           "| answer passage in CF-RAG's pool |")
