@@ -90,8 +90,9 @@ def build_pipeline(config: Config, llm: LLM, retriever: Retriever | None) -> Pip
     )
 
 
-def llm_from_config(config: Config) -> LLM:
-    return load_llm(config.llm)
+def llm_from_config(config: Config, copies: int = 1) -> LLM:
+    """The configured LLM; `copies` embedded models for that many concurrent items."""
+    return load_llm(config.llm, copies)
 
 
 def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) -> list[Passage]:

@@ -50,7 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a method on a dataset (resumable)")
     add_data_options(p)
     p.add_argument("--out", required=True, help="run directory (re-running resumes it)")
-    p.add_argument("--workers", type=int, default=1, help="items evaluated concurrently")
+    p.add_argument("--workers", type=int, default=1,
+                   help="items evaluated concurrently (the embedded model is loaded this many "
+                        "times, --threads each)")
     p.add_argument("--no-progress", action="store_true")
     add_model_options(p)
     add_method_options(p)
@@ -83,7 +85,7 @@ def run_spec(spec: EvalSpec, config: Config, llm: LLM, args: argparse.Namespace,
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     spec = spec_from_args(args, config.pipeline.method)
-    summary = run_spec(spec, config, llm_from_config(config), args, args.out,
+    summary = run_spec(spec, config, llm_from_config(config, copies=args.workers), args, args.out,
                        workers=args.workers, progress=not args.no_progress)
     if "ranking" in summary:
         figures = {name: entry["mean"] for name, entry in summary["metrics"].items()}

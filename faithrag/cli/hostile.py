@@ -41,7 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="poisoned passages injected per question (default: all it has)")
     run.add_argument("--poison-positions", type=int, nargs="+",
                      help="ranks the poisoned passages take, 0 = top (default: the top ranks)")
-    run.add_argument("--workers", type=int, default=1, help="items evaluated concurrently")
+    run.add_argument("--workers", type=int, default=1,
+                     help="items evaluated concurrently (the embedded model is loaded this many "
+                          "times, --threads each)")
     run.add_argument("--no-progress", action="store_true")
     add_model_options(run)
     add_method_options(run)
@@ -57,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     setting = build_setting(args.setting, args.data_dir)
-    llm = llm_from_config(config)
+    llm = llm_from_config(config, copies=args.workers)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, build_pipeline,
                           limit=args.limit, k=args.k, poison_count=args.poison_count,
                           positions=args.poison_positions, workers=args.workers,

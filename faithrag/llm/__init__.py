@@ -6,12 +6,22 @@ from faithrag.config import LLMConfig
 from faithrag.llm.base import LLM
 
 
-def load_llm(config: LLMConfig) -> LLM:
-    """Build the backend named by `config.backend`."""
+def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
+    """Build the backend named by `config.backend`. `copies` > 1 loads that many copies of an
+    embedded llama.cpp model for concurrent callers (faithrag.llm.replicas), each with
+    `n_threads` threads (default: the usable cores shared out); other backends serve
+    concurrent callers themselves and ignore it."""
     if config.backend == "llamacpp":
-        from faithrag.llm.llamacpp import LlamaCppLLM
-        return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=config.n_threads,
-                           n_batch=config.n_batch, prefix_cache=config.prefix_cache)
+        from faithrag.llm.llamacpp import LlamaCppLLM, usable_cores
+        threads = config.n_threads or max(1, usable_cores() // max(1, copies))
+
+        def one() -> LlamaCppLLM:
+            return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=threads,
+                               n_batch=config.n_batch, prefix_cache=config.prefix_cache)
+        if copies <= 1:
+            return one()
+        from faithrag.llm.replicas import Replicas
+        return Replicas([one() for _ in range(copies)])
     if config.backend == "openai":
         from faithrag.llm.openai import OpenAICompatLLM
         return OpenAICompatLLM(

@@ -1,0 +1,84 @@
+"""Several loaded copies of one embedded model behind the LLM protocol, for concurrent callers.
+
+A llama.cpp context decodes one sequence at a time, and on a CPU several contexts with few
+threads each get more done than one context with all of them (their threads spin-wait for each
+other). `Replicas` holds N copies; each call takes a free copy, waiting when all are busy, so
+`faithrag eval --workers N` evaluates N items at once in one process and one run directory.
+Every embedded call starts from an empty cache (or a snapshot that is bit for bit the same on
+each copy), so its result does not depend on which copy served it."""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from faithrag.llm.base import (
+    LLM,
+    ChoiceRequest,
+    ChoiceScores,
+    Completion,
+    GenerationRequest,
+    Message,
+    TokenBias,
+    score_choices_under,
+)
+
+
+class Replicas:
+    def __init__(self, copies: Sequence[LLM]):
+        if not copies:
+            raise ValueError("Replicas needs at least one model.")
+        if len({copy.name for copy in copies}) != 1:
+            raise ValueError("Replicas must be copies of one model, got "
+                             f"{sorted({copy.name for copy in copies})}.")
+        self.copies = list(copies)
+        self.name = self.copies[0].name
+        self._free: queue.SimpleQueue[LLM] = queue.SimpleQueue()
+        for copy in self.copies:
+            self._free.put(copy)
+
+    @contextmanager
+    def _borrow(self) -> Iterator[LLM]:
+        copy = self._free.get()
+        try:
+            yield copy
+        finally:
+            self._free.put(copy)
+
+    # tokenizer questions have the same answer on every copy
+    @property
+    def context_window(self) -> int:
+        return self.copies[0].context_window
+
+    @property
+    def vocab_size(self) -> int:
+        return self.copies[0].vocab_size
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.copies[0].tokenize(text)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.copies[0].detokenize(ids)
+
+    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
+        return self.copies[0].count_chat_tokens(messages)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        with self._borrow() as copy:
+            return copy.generate(requests)
+
+    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
+        with self._borrow() as copy:
+            return copy.score_choices(request)
+
+    def score_choices_under(self, request: ChoiceRequest,
+                            biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
+        with self._borrow() as copy:
+            return score_choices_under(copy, request, biases)
+
+    def close(self) -> None:
+        for copy in self.copies:
+            close = getattr(copy, "close", None)
+            if close is not None:
+                close()

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from faithrag.config import LLMConfig
+from faithrag.llm import load_llm
+from faithrag.llm.base import ChoiceRequest, GenerationRequest, TokenBias, user_prompt
+from faithrag.llm.fake import FakeLLM
+from faithrag.llm.replicas import Replicas
+
+
+class GatedFake(FakeLLM):
+    """A fake whose generate waits until `gate` opens, counting the callers inside at once."""
+
+    inside = 0
+    most_inside = 0
+    lock = threading.Lock()
+
+    def __init__(self, gate: threading.Barrier, **kwargs):
+        super().__init__(**kwargs)
+        self.gate = gate
+        self.closed = False
+
+    def generate(self, requests):
+        with GatedFake.lock:
+            GatedFake.inside += 1
+            GatedFake.most_inside = max(GatedFake.most_inside, GatedFake.inside)
+        self.gate.wait(timeout=5)
+        with GatedFake.lock:
+            GatedFake.inside -= 1
+        return super().generate(requests)
+
+    def close(self):
+        self.closed = True
+
+
+def test_concurrent_calls_run_on_different_copies_at_once():
+    gate = threading.Barrier(2)
+    copies = [GatedFake(gate, default="ok") for _ in range(2)]
+    llm = Replicas(copies)
+    request = GenerationRequest(user_prompt("hi"), max_tokens=4)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # both must be inside to pass the barrier
+        texts = list(pool.map(lambda _: llm.generate([request])[0].text, range(2)))
+    assert texts == ["ok", "ok"] and GatedFake.most_inside == 2
+    assert [len(c.calls) for c in copies] == [1, 1]
+    llm.close()
+    assert all(c.closed for c in copies)
+
+
+def test_a_copy_serves_one_caller_at_a_time():
+    copies = [FakeLLM(default="a")]
+    llm = Replicas(copies)
+    request = GenerationRequest(user_prompt("hi"), max_tokens=4)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda _: llm.generate([request]), range(8)))
+    assert len(copies[0].calls) == 8
+
+
+def test_choice_scoring_and_tokenizer_go_through():
+    llm = Replicas([FakeLLM(choice_prior=len), FakeLLM(choice_prior=len)])
+    request = ChoiceRequest(user_prompt("pick"), ("a", "bbb"))
+    assert llm.score_choices(request).best == 1
+    biased = llm.score_choices_under(request, [None, TokenBias.from_mapping({ord("a"): 10.0})])
+    assert [s.best for s in biased] == [1, 0]
+    assert llm.name == "fake" and llm.context_window == 4096
+    assert llm.detokenize(llm.tokenize("héllo")) == "héllo"
+
+
+def test_copies_of_different_models_are_refused():
+    other = FakeLLM()
+    other.name = "other"
+    with pytest.raises(ValueError, match="copies of one model"):
+        Replicas([FakeLLM(), other])
+    with pytest.raises(ValueError):
+        Replicas([])
+
+
+@pytest.mark.model
+def test_embedded_copies_answer_as_one_model(tiny_gguf):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    config = LLMConfig(model=str(tiny_gguf), n_ctx=512, n_threads=1)
+    single, pair = load_llm(config), load_llm(config, copies=2)
+    try:
+        assert isinstance(pair, Replicas) and len(pair.copies) == 2
+        requests = [GenerationRequest(user_prompt(f"Name a {x}."), max_tokens=6, logprobs=True)
+                    for x in ("fruit", "colour", "city", "tree")]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            together = list(pool.map(lambda r: pair.generate([r])[0], requests))
+        alone = [single.generate([r])[0] for r in requests]
+        assert [(c.text, c.token_logprobs) for c in together] == \
+            [(c.text, c.token_logprobs) for c in alone]
+    finally:
+        single.close()
+        pair.close()
