@@ -9,8 +9,8 @@ from faithrag.llm.base import LLM
 def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
     """Build the backend named by `config.backend`. `copies` > 1 loads that many copies of an
     embedded llama.cpp model for concurrent callers (faithrag.llm.replicas), each with
-    `n_threads` threads (default: the usable cores shared out); other backends serve
-    concurrent callers themselves and ignore it."""
+    `n_threads` threads (default: the usable cores shared out). Other backends ignore it: a
+    server takes concurrent requests itself, and the transformers backend is one model."""
     if config.backend == "llamacpp":
         from faithrag.llm.llamacpp import LlamaCppLLM, usable_cores
         threads = config.n_threads or max(1, usable_cores() // max(1, copies))
