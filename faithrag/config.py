@@ -71,6 +71,7 @@ class CFRAGConfig(_Strict):
     k_clusters: int = Field(4, ge=1)  # K: spectral clusters (clamped to half the evidence)
     m_subsets: int = Field(3, ge=1)  # M: evidence subsets = hypotheses drafted
     subset_size: int = Field(4, ge=1)  # evidence per subset (every cluster gets at least one)
+    anchor_top: bool = False  # every subset keeps the pool's most relevant passage (not the paper)
     lambda_: float = Field(0.4, ge=0.0, le=1.0)  # Ψ = (1-λ)·coherence + λ·causal
     sim_threshold: float = Field(0.7, ge=-1.0, le=1.0)  # counterfactual kept if cos(q, q') > this
     dedup: float = Field(0.95, ge=-1.0, le=1.0)  # evidence dropped if cos to a kept one > this

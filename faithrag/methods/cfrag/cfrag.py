@@ -34,7 +34,10 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
   and the passages of its subset: the equations themselves were not available here.
 - Spectral clustering uses σ = median pairwise distance and clamps K to max(1, min(K, n // 2)).
 - Stratified sampling: every cluster contributes max(1, round(B·|C|/n)) passages (B = 4) to
-  each subset; a subset that repeats an earlier one is redrawn, then dropped.
+  each subset; a subset that repeats an earlier one is redrawn, then dropped. Optionally
+  (`cfrag.anchor_top`, off by default) every subset keeps the pool's most relevant passage: in
+  the HotpotQA and PopQA runs at 16 injected, a draft whose subset missed the answer passage
+  that the pool held was right 2 times in 88.
 - s(q, e) of the causal score is an LLM yes/no judge (default) or the bi-encoder, not a
   cross-encoder: no cross-encoder with packaged weights exists offline. The judge scores only
   the passages that some usable hypothesis was drafted from.
@@ -208,7 +211,8 @@ class CFRAG:
                                 if clustering.k_used < s.k_clusters else ""))
         with trace.step("generate", "cfrag.sampling", m=s.m_subsets,
                         subset_size=s.subset_size, seed=seed) as step:
-            plan = stratified_subsets(clustering.labels, s.m_subsets, s.subset_size, seed)
+            plan = stratified_subsets(clustering.labels, s.m_subsets, s.subset_size, seed,
+                                      anchor=0 if s.anchor_top else None)
             step.outputs = {"per_cluster": plan.allocation,
                             "subsets": [[pool.passages[i].id for i in sub]
                                         for sub in plan.subsets]}

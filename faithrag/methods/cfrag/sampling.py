@@ -6,7 +6,11 @@ cluster's size, and never zero, so every subset sees every perspective the clust
 Draw: within each cluster, n_c passages uniformly without replacement, from one numpy RNG seeded
 per question (the same seed gives the same subsets). A subset identical to an earlier one is
 redrawn (up to `redraws` times) and otherwise dropped: at temperature 0 it would only repeat a
-hypothesis. Passages keep the pool's order (best relevance first) inside a subset."""
+hypothesis. Passages keep the pool's order (best relevance first) inside a subset.
+
+With an `anchor` (a pool index), every subset holds that passage: it fills one of its cluster's
+n_c places and the rest of that cluster's places are drawn as before. Not in the paper: when one
+passage decides the question, plain stratified sampling leaves it out of most subsets."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def allocation(cluster_sizes: list[int], target: int) -> list[int]:
 
 
 def stratified_subsets(labels: list[int], m: int, target: int, seed: int,
-                       redraws: int = 10) -> SubsetPlan:
+                       redraws: int = 10, anchor: int | None = None) -> SubsetPlan:
     if not labels:
         return SubsetPlan([], [], 0)
     clusters = [[i for i, label in enumerate(labels) if label == c]
@@ -37,10 +41,16 @@ def stratified_subsets(labels: list[int], m: int, target: int, seed: int,
     rng = np.random.default_rng(seed)
     subsets: list[list[int]] = []
     dropped = 0
+    def draw(members: list[int], count: int) -> list[int]:
+        if anchor not in members:
+            return [int(i) for i in rng.choice(members, size=count, replace=False)]
+        others = [i for i in members if i != anchor]
+        return [anchor] + [int(i) for i in rng.choice(others, size=count - 1, replace=False)]
+
     for _ in range(m):
         for _attempt in range(redraws + 1):
-            subset = sorted(int(i) for members, count in zip(clusters, counts)
-                            for i in rng.choice(members, size=count, replace=False))
+            subset = sorted(i for members, count in zip(clusters, counts)
+                            for i in draw(members, count))
             if subset not in subsets:
                 subsets.append(subset)
                 break

@@ -29,3 +29,19 @@ def test_small_pool_drops_repeats():
     plan = stratified_subsets([0, 0, 1], m=3, target=4, seed=0)
     assert plan.subsets == [[0, 1, 2]] and plan.dropped_repeats == 2
     assert stratified_subsets([], 3, 4, 0).subsets == []
+
+
+def test_an_anchor_is_in_every_subset_and_keeps_the_stratification():
+    for anchor in (0, 6, 9):  # in the big cluster, the middle one, the singleton
+        for seed in range(5):
+            plan = stratified_subsets(LABELS, m=3, target=4, seed=seed, anchor=anchor)
+            assert plan.subsets and all(anchor in subset for subset in plan.subsets)
+            for subset in plan.subsets:
+                assert [sum(LABELS[i] == c for i in subset) for c in range(3)] == [2, 1, 1]
+            assert len({tuple(s) for s in plan.subsets}) == len(plan.subsets)
+
+
+def test_without_an_anchor_the_draws_are_unchanged():
+    # pinned to the draws of the code before the anchor option: banked runs must replay them
+    assert stratified_subsets(LABELS, m=3, target=4, seed=5).subsets == [
+        [3, 4, 8, 9], [2, 3, 6, 9], [0, 4, 7, 9]]
