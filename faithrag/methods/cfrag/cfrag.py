@@ -36,8 +36,8 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
 - Stratified sampling: every cluster contributes max(1, round(B·|C|/n)) passages (B = 4) to
   each subset; a subset that repeats an earlier one is redrawn, then dropped. Optionally
   (`cfrag.anchor_top`, off by default) every subset keeps the pool's most relevant passage: in
-  the HotpotQA and PopQA runs at 16 injected, a draft whose subset missed the answer passage
-  that the pool held was right 2 times in 88.
+  hotpotqa_distractor at 16 injected, 53 drafts had a subset without the answer passage that
+  their pool held, and 1 was right (benchmarks/cfrag_subsets.py).
 - s(q, e) of the causal score is an LLM yes/no judge (default) or the bi-encoder, not a
   cross-encoder: no cross-encoder with packaged weights exists offline. The judge scores only
   the passages that some usable hypothesis was drafted from.
@@ -139,8 +139,7 @@ class CFRAG:
         return self._judge
 
     def _seed(self, question: Question) -> int:
-        digest = hashlib.sha256(f"{self.settings.seed}:{question.text}".encode()).digest()
-        return int.from_bytes(digest[:8], "big")
+        return question_seed(self.settings.seed, question.text)
 
     # ------------------------------------------------------------------ stages
     def _counterfactuals(self, question: Question, vectors: VectorMemo,
@@ -307,8 +306,9 @@ class CFRAG:
             best = ranked[0]
             groups = self._groups(question, ranked)
             meta: dict = {"hypotheses": [
-                {"n": h.number, "answer": h.parsed.answer, **(h.score.summary() if h.score
-                                                             else {})} for h in hypotheses],
+                {"n": h.number, "answer": h.parsed.answer,
+                 "evidence": [pool.passages[i].id for i in h.evidence],
+                 **(h.score.summary() if h.score else {})} for h in hypotheses],
                 "unparsable_drafts": len(hypotheses) - len(usable)}
             why_best = (f"hypothesis {best.number} has the highest Ψ {best.score.psi:.3f} "
                         f"(coherence {best.score.coherence:.3f}"
@@ -398,6 +398,12 @@ class CFRAG:
         answer.raw = raw
         answer.meta = {**answer.meta, "cfrag": meta}
         return answer
+
+
+def question_seed(seed: int, question: str) -> int:
+    """The seed of a question's clustering and subset sampling (`cfrag.seed` + the text)."""
+    digest = hashlib.sha256(f"{seed}:{question}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def build_cfrag(llm: LLM, config: Config, retriever: Retriever | None) -> CFRAG:

@@ -255,3 +255,21 @@ def test_extracted_rationale_an_empty_draft_is_unparsable():
     answer, steps = run(generator)
     assert answer.parse_status == "failed"
     assert steps["cfrag.drafts"].outputs["unparsable"] == [1, 2, 3]
+
+
+def test_the_answer_records_each_hypothesis_evidence():
+    _, generator = make()
+    answer, steps = run(generator)
+    drafted = [h["evidence"] for h in steps["cfrag.drafts"].outputs["hypotheses"]]
+    assert [h["evidence"] for h in answer.meta["cfrag"]["hypotheses"]] == drafted
+
+
+def test_an_anchored_division_gives_every_draft_the_most_relevant_passage():
+    _, generator = make(anchor_top=True)
+    _, steps = run(generator)
+    best = steps["cfrag.dialectical_retrieval"].outputs["pool"][0][0]  # (id, relevance, by)
+    subsets = [h["evidence"] for h in steps["cfrag.drafts"].outputs["hypotheses"]]
+    assert len(subsets) > 1 and all(best in subset for subset in subsets)
+    _, plain = make()
+    _, steps = run(plain)
+    assert not all(best in h["evidence"] for h in steps["cfrag.drafts"].outputs["hypotheses"])
