@@ -9,11 +9,12 @@
 #      ablation level, and the per-stage speed breakdown (calls, tokens, seconds) at N = 0;
 #   4. the draft-batching saving (drafts in one generate call vs M separate calls).
 # Resumable: re-run the same command and finished items are skipped.
-#   N=100 THREADS=1 OUT=runs/cfrag bash benchmarks/cfrag.sh
+#   N=100 THREADS=1 WORKERS=2 OUT=runs/cfrag bash benchmarks/cfrag.sh
 set -euo pipefail
 N=${N:-100}
 MODEL=${MODEL:-default}
 THREADS=${THREADS:-1}  # llama.cpp collapses with 2 threads when the other core is busy
+WORKERS=${WORKERS:-2}  # items at once, one model copy each (THREADS threads per copy)
 OUT=${OUT:-runs/cfrag}
 SETS=${SETS:-"hotpotqa_distractor popqa"}
 LEVELS=${LEVELS:-"0 2 4 8 16"}
@@ -41,8 +42,8 @@ evaluate() {  # set, label (vanilla or a config name), level, parent dir
   if [ "$label" = vanilla ]; then method=vanilla; else args=(--config "$OUT/configs/$label.toml"); fi
   local start; start=$(date +%s)
   $FAITHRAG eval --dataset "$set" --method "$method" --limit "$N" --model "$MODEL" \
-    --threads "$THREADS" --context item_retrieval --distractors "$level" --metric smart_em \
-    --out "$dir" --no-progress "${args[@]}"
+    --threads "$THREADS" --workers "$WORKERS" --context item_retrieval \
+    --distractors "$level" --metric smart_em --out "$dir" --no-progress "${args[@]}"
   echo "$set $label distractors=$level $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
 }
 
