@@ -41,6 +41,7 @@ def stratified_subsets(labels: list[int], m: int, target: int, seed: int,
     rng = np.random.default_rng(seed)
     subsets: list[list[int]] = []
     dropped = 0
+
     def draw(members: list[int], count: int) -> list[int]:
         if anchor not in members:
             return [int(i) for i in rng.choice(members, size=count, replace=False)]
