@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +21,11 @@ from faithrag.eval.metrics import smart_em
 
 COLUMNS = ("items", "final", "any draft", "best Ψ", "best coherence", "first draft",
            "random draft (expected)")
+
+
+def best(drafts: list[dict], score: str) -> int:
+    """Index of the draft with the highest `score` (drafts without one rank last)."""
+    return max(range(len(drafts)), key=lambda i: drafts[i].get(score, -math.inf))
 
 
 def tally(run: Path, data_dir: str | None) -> dict[str, Counter]:
@@ -33,14 +39,14 @@ def tally(run: Path, data_dir: str | None) -> dict[str, Counter]:
         if record.get("correct") is None or not drafts:
             continue
         golds = gold[record["id"]]
-        right = [smart_em(d["answer"], golds) for d in drafts]
+        # an unparsable draft has no answer and no scores: wrong, and never the best
+        right = [bool(d.get("answer")) and smart_em(d["answer"], golds) for d in drafts]
         counts = by_decision.setdefault(trace["decision"], Counter())
         counts["items"] += 1
         counts["final"] += bool(record["correct"])
         counts["any draft"] += any(right)
-        counts["best Ψ"] += right[max(range(len(drafts)), key=lambda i: drafts[i]["psi"])]
-        counts["best coherence"] += right[
-            max(range(len(drafts)), key=lambda i: drafts[i]["coherence"])]
+        counts["best Ψ"] += right[best(drafts, "psi")]
+        counts["best coherence"] += right[best(drafts, "coherence")]
         counts["first draft"] += right[0]
         counts["random draft (expected)"] += sum(right) / len(right)
     return by_decision

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 
@@ -12,51 +14,65 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.llm.replicas import Replicas
 
 
-class GatedFake(FakeLLM):
-    """A fake whose generate waits until `gate` opens, counting the callers inside at once."""
+class Occupancy:
+    """How many callers are inside generate at once, and the most there ever were."""
 
-    inside = 0
-    most_inside = 0
-    lock = threading.Lock()
+    def __init__(self):
+        self.inside = self.most = 0
+        self.lock = threading.Lock()
 
-    def __init__(self, gate: threading.Barrier, **kwargs):
+    @contextmanager
+    def entered(self):
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+class PausingFake(FakeLLM):
+    """A fake whose generate runs `pause()` inside the shared occupancy count."""
+
+    def __init__(self, occupancy: Occupancy, pause, **kwargs):
         super().__init__(**kwargs)
-        self.gate = gate
+        self.occupancy, self.pause = occupancy, pause
         self.closed = False
 
     def generate(self, requests):
-        with GatedFake.lock:
-            GatedFake.inside += 1
-            GatedFake.most_inside = max(GatedFake.most_inside, GatedFake.inside)
-        self.gate.wait(timeout=5)
-        with GatedFake.lock:
-            GatedFake.inside -= 1
+        with self.occupancy.entered():
+            self.pause()
         return super().generate(requests)
 
     def close(self):
         self.closed = True
 
 
+REQUEST = GenerationRequest(user_prompt("hi"), max_tokens=4)
+
+
 def test_concurrent_calls_run_on_different_copies_at_once():
-    gate = threading.Barrier(2)
-    copies = [GatedFake(gate, default="ok") for _ in range(2)]
+    gate, occupancy = threading.Barrier(2), Occupancy()
+    copies = [PausingFake(occupancy, lambda: gate.wait(timeout=5), default="ok")
+              for _ in range(2)]
     llm = Replicas(copies)
-    request = GenerationRequest(user_prompt("hi"), max_tokens=4)
     with ThreadPoolExecutor(max_workers=2) as pool:  # both must be inside to pass the barrier
-        texts = list(pool.map(lambda _: llm.generate([request])[0].text, range(2)))
-    assert texts == ["ok", "ok"] and GatedFake.most_inside == 2
+        texts = list(pool.map(lambda _: llm.generate([REQUEST])[0].text, range(2)))
+    assert texts == ["ok", "ok"] and occupancy.most == 2
     assert [len(c.calls) for c in copies] == [1, 1]
     llm.close()
     assert all(c.closed for c in copies)
 
 
 def test_a_copy_serves_one_caller_at_a_time():
-    copies = [FakeLLM(default="a")]
+    occupancy = Occupancy()
+    copies = [PausingFake(occupancy, lambda: time.sleep(0.01), default="a")]
     llm = Replicas(copies)
-    request = GenerationRequest(user_prompt("hi"), max_tokens=4)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda _: llm.generate([request]), range(8)))
-    assert len(copies[0].calls) == 8
+        list(pool.map(lambda _: llm.generate([REQUEST]), range(8)))
+    assert len(copies[0].calls) == 8 and occupancy.most == 1
 
 
 def test_choice_scoring_and_tokenizer_go_through():
