@@ -100,8 +100,8 @@ _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>\d{3,4})"
 _MONTH = rf"(?P<month>{_MONTH_RE})\.?"
-_DATE_PATTERNS = [  # most specific first
-    re.compile(r"\b(?P<year>\d{4})-(?P<mnum>[01]?\d)-(?P<day>[0-3]?\d)\b", re.ASCII),
+_ISO_DATE = re.compile(r"\b(?P<year>\d{4})-(?P<mnum>[01]?\d)-(?P<day>[0-3]?\d)\b", re.ASCII)
+_DATE_PATTERNS = [  # on normalised text (no punctuation, no articles); most specific first
     re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE | re.ASCII),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE | re.ASCII),
     re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE | re.ASCII),
@@ -153,9 +153,10 @@ def _date_replacement(match: re.Match[str]) -> str:
 
 
 def _canonical_dates(text: str) -> str:
-    """Rewrite dates as "<year> month<M> <day>" (the parts that are present): "June 5, 1990",
-    "5th of June 1990" and "1990-06-05" all become "1990 month6 5", "June" alone "month6".
-    No pattern matches the output, so the rewrite is idempotent."""
+    """Rewrite the dates of SQuAD-normalised text as "<year> month<M> <day>" (the parts that are
+    present): "june 5 1990" and "5th of june 1990" become "1990 month6 5", "june" alone "month6".
+    Working on normalised text, an article or a comma between the parts changes nothing. No
+    pattern matches the output, so the rewrite is idempotent."""
     for pattern in _DATE_PATTERNS:
         text = pattern.sub(_date_replacement, text)
     return text
@@ -222,13 +223,15 @@ def _hyphenated_ordinal(match: re.Match[str]) -> str:
 
 
 def canonical_answer(text: str) -> str:
-    """The form smart EM compares: dates and number words rewritten, then SQuAD-normalised."""
-    text = _canonical_dates(text)
+    """The form smart EM compares: SQuAD-normalised, dates and number words rewritten. What
+    needs punctuation is rewritten first: ISO dates ("1990-06-05" = "June 5, 1990"), hyphenated
+    numbers, thousands commas and decimal points ("3.5" stays apart from "35")."""
+    text = _ISO_DATE.sub(_date_replacement, text)
     text = _HYPHENATED_NUMBER.sub(r"\1 \2", text)
     text = _HYPHENATED_ORDINAL.sub(_hyphenated_ordinal, text)
     text = _THOUSANDS_COMMA.sub("", text)
     text = _DECIMAL_POINT.sub("point", text)
-    return " ".join(_canonical_numbers(normalize_answer(text).split()))
+    return " ".join(_canonical_numbers(_canonical_dates(normalize_answer(text)).split()))
 
 
 def yes_no_polarity(text: str) -> str | None:
