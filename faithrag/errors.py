@@ -45,3 +45,7 @@ class InputTooLargeError(FaithragError):
 
 class DataError(FaithragError):
     """A dataset file or line is malformed."""
+
+
+class WorkerDiedError(FaithragError):
+    """A batch worker (a Ray actor) died or could not start."""

@@ -127,3 +127,12 @@ def hostile_data(tmp_path):
         {"id": "cofaithfulqa_hotpotqa::z", "question": "Where is the tower?", "answer": "Paris",
          "answers": ["Paris"], "context": "The tower is in Paris."}])
     return root
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real local Ray cluster with two CPUs, shared by the session; skips without Ray."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (extra [ray])")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -15,6 +15,7 @@ from faithrag.cli.common import (
 )
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
+from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval
 from faithrag.eval.runner import FREE_FORM_METRICS, EvalSpec, run_eval
 from faithrag.llm.base import LLM
@@ -52,7 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="run directory (re-running resumes it)")
     p.add_argument("--workers", type=int, default=1,
                    help="items evaluated concurrently (the embedded model is loaded this many "
-                        "times, --threads each)")
+                        "times, --threads each; with --ray, the number of Ray actors)")
+    p.add_argument("--ray", action="store_true",
+                   help="run the items on Ray actors, each loading its own model (extra "
+                        "[ray]); joins $RAY_ADDRESS or starts a local cluster")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="join this Ray cluster (implies --ray), e.g. ray://head:10001")
     p.add_argument("--no-progress", action="store_true")
     add_model_options(p)
     add_method_options(p)
@@ -70,23 +76,30 @@ def spec_from_args(args: argparse.Namespace, method: str) -> EvalSpec:
         sweep={"distractors": args.distractors} if args.distractors is not None else {})
 
 
-def run_spec(spec: EvalSpec, config: Config, llm: LLM, args: argparse.Namespace,
-             out: str | Path, workers: int = 1, progress: bool = True) -> dict:
+def run_spec(spec: EvalSpec, config: Config, llm: LLM | None, args: argparse.Namespace,
+             out: str | Path, workers: int = 1, progress: bool = True,
+             ray: RayCluster | None = None) -> dict:
     """A QA run (run_eval) or, for a ranking set, a re-ranking run (run_rank_eval)."""
     dataset = load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file, spec.on_error)
     if dataset.kind == "rank":
         options = RankOptions(first_stage=args.first_stage, answer_top=args.answer_top)
         return run_rank_eval(spec, config, out, llm, options, workers=workers,
-                             progress=progress, dataset=dataset)
+                             progress=progress, dataset=dataset, ray=ray)
     return run_eval(spec, config, out, llm, build_pipeline, workers=workers, progress=progress,
-                    dataset=dataset)
+                    dataset=dataset, ray=ray)
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     spec = spec_from_args(args, config.pipeline.method)
-    summary = run_spec(spec, config, llm_from_config(config, copies=args.workers), args, args.out,
-                       workers=args.workers, progress=not args.no_progress)
+    if args.ray or args.ray_address:
+        ray = RayCluster(workers=args.workers, address=args.ray_address,
+                         cpus_per_worker=config.llm.n_threads or 1)
+        llm = None
+    else:
+        ray, llm = None, llm_from_config(config, copies=args.workers)
+    summary = run_spec(spec, config, llm, args, args.out, workers=args.workers,
+                       progress=not args.no_progress, ray=ray)
     if "ranking" in summary:
         figures = {name: entry["mean"] for name, entry in summary["metrics"].items()}
         print(json.dumps({"n": summary["n"], "failed_items": summary["failed_items"],

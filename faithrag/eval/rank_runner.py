@@ -31,9 +31,10 @@ raw model replies included).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +42,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, DataError
 from faithrag.eval import metrics as M
 from faithrag.eval.datasets import Dataset, QAItem, RankItem, load_dataset
+from faithrag.eval.executors import RayCluster, results_in_threads, results_on_ray
 from faithrag.eval.runner import (
     EvalSpec,
     ResultsFile,
@@ -168,6 +170,17 @@ def _rerank_figures(trace: Trace) -> tuple[dict[str, Any], dict[str, Any], list[
     return cost, parse, pairs
 
 
+def _rank_evaluator(spec: EvalSpec, config: Config, label: str, dataset_name: str,
+                    options: RankOptions, qa: dict[str, QAItem], llm: LLM
+                    ) -> Callable[[RankItem], dict[str, Any]]:
+    """evaluate_item with the re-ranker and (when answering) the generator built around `llm`."""
+    reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
+    generator = build_generator(config.pipeline.method, llm, config) \
+        if options.answer_top is not None else None
+    return lambda item: evaluate_item(item, reranker, label, dataset_name, options, generator,
+                                      qa.get(item.id))
+
+
 def evaluate_item(item: RankItem, reranker: Reranker | None, label: str, dataset_name: str,
                   options: RankOptions, generator: Generator | None = None,
                   qa: QAItem | None = None) -> dict[str, Any]:
@@ -248,19 +261,22 @@ def summarize_rank_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_rank_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
+def run_rank_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM | None,
                   options: RankOptions | None = None, workers: int = 1, progress: bool = True,
-                  dataset: Dataset | None = None) -> dict[str, Any]:
+                  dataset: Dataset | None = None, ray: RayCluster | None = None
+                  ) -> dict[str, Any]:
     """Run (or resume) re-ranker `spec.rerank` on a ranking set into `out`; returns
-    metrics.aggregate over all records plus `ranking` (summarize_rank_records)."""
+    metrics.aggregate over all records plus `ranking` (summarize_rank_records). Items run on
+    threads sharing `llm`, or on Ray actors with a model each (as faithrag.eval.runner.run_eval)."""
     out = Path(out)
     with run_lock(out):
         return _run_rank_eval(spec, config, out, llm, options or RankOptions(), workers,
-                              progress, dataset)
+                              progress, dataset, ray)
 
 
-def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM, options: RankOptions,
-                   workers: int, progress: bool, dataset: Dataset | None) -> dict[str, Any]:
+def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
+                   options: RankOptions, workers: int, progress: bool, dataset: Dataset | None,
+                   ray: RayCluster | None) -> dict[str, Any]:
     dataset = dataset or load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file,
                                       spec.on_error)
     if dataset.kind != "rank":
@@ -285,27 +301,27 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM, options:
         "answer_method": config.pipeline.method if answering else None,
     }
     _write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
-    reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
     items: list[RankItem] = dataset.items[: spec.limit] if spec.limit else dataset.items
-    generator, qa = None, {}
-    if answering:
-        generator = build_generator(config.pipeline.method, llm, config)
-        qa = load_qa_versions(items, spec.data_dir, spec.split)
+    qa = load_qa_versions(items, spec.data_dir, spec.split) if answering else {}
     results = ResultsFile(out / "results.jsonl")
     todo = [item for item in items if item.id not in results.done]
+    make_evaluator = partial(_rank_evaluator, spec, config, label, dataset.name, options, qa)
 
     bar = _progress(len(items), len(items) - len(todo), dataset.name, label, progress)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = [pool.submit(evaluate_item, item, reranker, label, dataset.name, options,
-                                   generator, qa.get(item.id)) for item in todo]
-            for future in as_completed(futures):
-                results.append(future.result())
-                if bar is not None:
-                    done = [r["metrics"].get("ndcg@1") for r in results.records]
-                    scored = [v for v in done if isinstance(v, (int, float))]
-                    bar.set_postfix(ndcg1=f"{sum(scored) / max(len(scored), 1):.3f}")
-                    bar.update(1)
+        if ray is None:
+            if llm is None:
+                raise ValueError("run_rank_eval needs an llm unless it runs on Ray.")
+            records = results_in_threads(make_evaluator, llm, todo, workers)
+        else:
+            records = results_on_ray(make_evaluator, config.llm, todo, ray)
+        for record in records:
+            results.append(record)
+            if bar is not None:
+                done = [r["metrics"].get("ndcg@1") for r in results.records]
+                scored = [v for v in done if isinstance(v, (int, float))]
+                bar.set_postfix(ndcg1=f"{sum(scored) / max(len(scored), 1):.3f}")
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()

@@ -17,10 +17,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from faithrag.errors import ConfigError
 from faithrag.eval import metrics as M
 from faithrag.eval.datasets import Dataset, QAItem, golden_version, load_dataset, two_way_choices
 from faithrag.eval.distractors import DistractorPool
+from faithrag.eval.executors import RayCluster, results_in_threads, results_on_ray
 from faithrag.llm.base import LLM
 from faithrag.llm.models import PRESETS, sha256_of
 from faithrag.methods.base import Retriever
@@ -248,19 +249,23 @@ def run_lock(out: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM,
+def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM | None,
              build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline],
-             workers: int = 1, progress: bool = True,
-             dataset: Dataset | None = None) -> dict[str, Any]:
-    """Run (or resume) `spec` into `out`; returns the aggregate figures of all records."""
+             workers: int = 1, progress: bool = True, dataset: Dataset | None = None,
+             ray: RayCluster | None = None) -> dict[str, Any]:
+    """Run (or resume) `spec` into `out`; returns the aggregate figures of all records.
+
+    Items run on `workers` threads sharing `llm`, or, given `ray`, on Ray actors that each load
+    their own model (`llm` is then unused and may be None)."""
     out = Path(out)
     with run_lock(out):
-        return _run_eval(spec, config, out, llm, build_pipeline, workers, progress, dataset)
+        return _run_eval(spec, config, out, llm, build_pipeline, workers, progress, dataset, ray)
 
 
-def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
+def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
               build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline],
-              workers: int, progress: bool, dataset: Dataset | None) -> dict[str, Any]:
+              workers: int, progress: bool, dataset: Dataset | None,
+              ray: RayCluster | None) -> dict[str, Any]:
     dataset = dataset or load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file,
                                       spec.on_error)
     if dataset.kind != "qa":
@@ -276,16 +281,48 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "malformed_lines": [str(e) for e in dataset.errors],
     })
-    retriever = _set_retriever(dataset, config) if spec.context_mode == "retrieval" else None
-    pipeline = build_pipeline(config, llm, retriever)
-    injector = DistractorPool(dataset) if spec.sweep.get("distractors") else None
     results = ResultsFile(out / "results.jsonl")
     items = dataset.items[: spec.limit] if spec.limit else dataset.items
     todo = [item for item in items if item.id not in results.done]
 
-    def evaluate(item: QAItem) -> dict[str, Any]:
-        record: dict[str, Any] = {"id": item.id, "dataset": dataset.name, "method": spec.method,
-                                  "gold": item.answers, "error": None}
+    make_evaluator = partial(QAItemEvaluator, spec, config, dataset, build_pipeline)
+    bar = _progress(len(items), len(items) - len(todo), dataset.name, spec.method, progress)
+    try:
+        if ray is None:
+            if llm is None:
+                raise ValueError("run_eval needs an llm unless it runs on Ray.")
+            records = results_in_threads(make_evaluator, llm, todo, workers)
+        else:
+            records = results_on_ray(make_evaluator, config.llm, todo, ray)
+        for record in records:
+            results.append(record)
+            if bar is not None:
+                scored = [c for c in map(M.record_correct, results.records) if c is not None]
+                bar.set_postfix(acc=f"{sum(scored) / max(len(scored), 1):.3f}",
+                                failed=sum(r["parse_status"] != "ok" for r in results.records))
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    wanted = {item.id for item in items}
+    return M.aggregate([r for r in results.records if r["id"] in wanted])
+
+
+class QAItemEvaluator:
+    """One QA item in, its record out, through a pipeline around `llm` (built once per model)."""
+
+    def __init__(self, spec: EvalSpec, config: Config, dataset: Dataset,
+                 build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline], llm: LLM):
+        self.spec, self.config, self.dataset, self.llm = spec, config, dataset, llm
+        self.build_pipeline = build_pipeline
+        retriever = _set_retriever(dataset, config) if spec.context_mode == "retrieval" else None
+        self.pipeline = build_pipeline(config, llm, retriever)
+        self.injector = DistractorPool(dataset) if spec.sweep.get("distractors") else None
+
+    def __call__(self, item: QAItem) -> dict[str, Any]:
+        spec, config = self.spec, self.config
+        record: dict[str, Any] = {"id": item.id, "dataset": self.dataset.name,
+                                  "method": spec.method, "gold": item.answers, "error": None}
         start = time.perf_counter()
         prepared = prepare(item, spec.method, spec.seed, spec.context_mode)
         if prepared is None:
@@ -297,15 +334,16 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
         record["gold"] = prepared.item.answers
         try:
             passages = prepared.passages
-            injected = injector.select(prepared.item, spec.sweep["distractors"]) if injector \
-                else []
+            injected = self.injector.select(prepared.item, spec.sweep["distractors"]) \
+                if self.injector else []
             if passages is not None:
                 passages = passages + injected
             if spec.context_mode == "item_retrieval":
                 item_retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
-                result = build_pipeline(config, llm, item_retriever).run(prepared.question)
+                result = self.build_pipeline(config, self.llm, item_retriever).run(
+                    prepared.question)
             else:
-                result = pipeline.run(prepared.question, passages)
+                result = self.pipeline.run(prepared.question, passages)
         except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
             return {**record, "prediction": None, "correct": None, "parse_status": "error",
                     "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
@@ -328,24 +366,6 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM,
                           "warnings": result.trace.warnings,
                           "removed": [r.passage.id for r in result.removed], **answer.meta,
                           **_injection_record(injected, result.passages)}}
-
-    bar = _progress(len(items), len(items) - len(todo), dataset.name, spec.method, progress)
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = [pool.submit(evaluate, item) for item in todo]
-            for future in as_completed(futures):
-                record = future.result()
-                results.append(record)
-                if bar is not None:
-                    scored = [c for c in map(M.record_correct, results.records) if c is not None]
-                    bar.set_postfix(acc=f"{sum(scored) / max(len(scored), 1):.3f}",
-                                    failed=sum(r["parse_status"] != "ok" for r in results.records))
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    wanted = {item.id for item in items}
-    return M.aggregate([r for r in results.records if r["id"] in wanted])
 
 
 def _injection_record(injected: list[Passage], evidence: list[Passage]) -> dict[str, Any]:

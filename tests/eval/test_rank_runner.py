@@ -1,11 +1,13 @@
 import json
 import re
+from functools import partial
 
 import pytest
 
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError
+from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval, summarize_rank_records
 from faithrag.eval.report import report
 from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
@@ -158,6 +160,19 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(data, tmp_path):
     assert summary["failed_items"] == 1 and summary["ranking"]["n"] == 2
     failed = records(tmp_path / "run")["toyqa::1"]
     assert failed["parse_status"] == "error" and "backend fell over" in failed["error"]
+
+
+@pytest.mark.slow
+def test_ray_actors_rank_and_answer_as_threads_do(data, tmp_path, ray_cluster):
+    scripted = partial(FakeLLM, [("bridge 1", "1905")], default="1887")  # no test-module code
+    options = RankOptions(answer_top=1)
+    run_rank_eval(spec(data), CONFIG, tmp_path / "threads", scripted(), options, progress=False)
+    summary = run_rank_eval(spec(data), CONFIG, tmp_path / "ray", None, options, progress=False,
+                            ray=RayCluster(workers=2, load_model=scripted))
+    assert summary["n"] == 3 and summary["correct"] == 2
+    by_ray, by_threads = records(tmp_path / "ray"), records(tmp_path / "threads")
+    assert {i: (r["ranking"], r["prediction"]) for i, r in by_ray.items()} == \
+        {i: (r["ranking"], r["prediction"]) for i, r in by_threads.items()}
 
 
 def test_runners_refuse_the_other_kind_of_set(data, tmp_path):
