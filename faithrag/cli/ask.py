@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer a question from an index or a folder of documents")
     p.add_argument("question")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--index", help="index directory built by `faithrag index`")
+    src.add_argument("--index", help="index built by `faithrag index`: a directory or lancedb:URI")
     src.add_argument("--docs", help="file or folder of documents (txt, md, jsonl), indexed in memory")
     p.add_argument("--choices", nargs="+", help="answer options (multiple choice)")
     p.add_argument("--explain", action="store_true", help="show evidence, stages and decisions")

@@ -35,7 +35,7 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rerank", help="re-ranking stage")
     g.add_argument("--verify", help="verification stage")
     g.add_argument("--kb", help="trusted knowledge base for --verify antisyco: an index "
-                   "directory or a folder of documents (sets antisyco.kb)")
+                   "directory, lancedb:URI, or a folder of documents (sets antisyco.kb)")
     g.add_argument("-k", type=int, help="passages to retrieve")
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any configuration value, e.g. --set csrag.alpha=-3 (repeatable)")
@@ -107,11 +107,12 @@ def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) 
 
 def open_retriever(config: Config, index: str | None = None,
                    docs: str | None = None) -> Retriever | None:
-    """An on-disk index, an in-memory index over a folder of documents, or none."""
-    from faithrag.retrieval import Index, InMemoryRetriever
+    """An on-disk index or LanceDB store, an in-memory index over a folder of documents, or
+    none."""
+    from faithrag.retrieval import InMemoryRetriever, open_index
 
     if index:
-        return Index.load(index, use_cache=config.use_cache)
+        return open_index(index, use_cache=config.use_cache)
     if docs:
         passages = passages_from_docs(docs, config)
         if not passages:

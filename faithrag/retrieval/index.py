@@ -64,7 +64,7 @@ class Index:
             raise EmptyIndexError("No passages to index.",
                                   "Check the input paths, and that the files are .txt, .md or "
                                   ".jsonl with non-empty text.")
-        _check_unique_ids(passages, set())
+        check_unique_ids(passages, set())
         directory = Path(out_dir)
         if (directory / MANIFEST).exists() and not overwrite:
             raise ConfigError(f"An index already exists at {directory}",
@@ -167,6 +167,10 @@ class Index:
         """Every indexed passage, in index order (read-only use)."""
         return self._searcher.passages
 
+    def counts(self) -> dict[str, Any]:
+        """Passages, documents and passages per source, as of the last save."""
+        return self.manifest["counts"]
+
     def search(self, query: str, k: int = 5) -> list[Passage]:
         return self._searcher.search(query, k)
 
@@ -182,7 +186,7 @@ class Index:
         passages = list(passages)
         if not passages:
             return 0
-        _check_unique_ids(passages, {p.id for p in self._searcher.passages})
+        check_unique_ids(passages, {p.id for p in self._searcher.passages})
         self._searcher.add(passages, progress=progress)
         _write_passages(self.directory / PASSAGES, passages, append=True)
         self.manifest["updated"] = _now()
@@ -216,7 +220,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _check_unique_ids(passages: list[Passage], existing: set[str]) -> None:
+def check_unique_ids(passages: list[Passage], existing: set[str]) -> None:
     seen = set(existing)
     for passage in passages:
         if passage.id in seen:

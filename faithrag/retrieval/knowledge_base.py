@@ -9,13 +9,16 @@ from faithrag.errors import ConfigError, EmptyIndexError
 from faithrag.retrieval.chunking import chunk_documents
 from faithrag.retrieval.index import MANIFEST, Index
 from faithrag.retrieval.loaders import load_documents
+from faithrag.retrieval.locations import is_lancedb, open_index
 from faithrag.retrieval.retriever import InMemoryRetriever, Retriever
 
 
 def open_knowledge_base(path: str | Path, *, mode: str = "bm25", chunk_tokens: int = 128,
                         chunk_overlap: int = 32, use_cache: bool = True) -> Retriever:
-    """An index directory (it has a manifest) is loaded as it is; a file or folder of documents
-    (txt, md, jsonl) is chunked and indexed in memory with `mode`."""
+    """An index directory (it has a manifest) or a `lancedb:URI` store is opened as it is; a file
+    or folder of documents (txt, md, jsonl) is chunked and indexed in memory with `mode`."""
+    if is_lancedb(path):
+        return open_index(path, use_cache=use_cache)
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"Trusted knowledge base not found: {path}",

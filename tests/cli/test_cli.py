@@ -34,6 +34,19 @@ def test_ask_with_explain_through_a_real_llama_cpp_server(llama_server, docs, ca
     assert out.strip().splitlines()[-1].startswith("Answer: ")
 
 
+def test_index_into_lancedb_add_then_ask(docs, tmp_path, capsys):
+    pytest.importorskip("lancedb", reason="LanceDB is not installed (extra [lancedb])")
+    store = f"lancedb:{tmp_path / 'db'}"
+    assert main(["index", str(docs / "other.txt"), "--out", store]) == 0
+    assert main(["index", str(docs / "bridge.md"), "--out", store, "--add"]) == 0
+    assert main(["index", str(docs / "bridge.md"), "--out", store, "--add"]) == 2  # duplicate ids
+    assert "Duplicate passage id" in capsys.readouterr().err
+    rc = main(["ask", "When was the Aldermoor Bridge opened?", "--index", store, "--set",
+               "llm.backend=fake", "--json", "-k", "1"])
+    result = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [p["id"] for p in result["passages"]] == ["bridge.md#0"]
+
+
 @pytest.mark.model
 def test_index_add_then_ask_embedded_json(docs, tmp_path, capsys):
     idx = tmp_path / "idx"

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 import numpy as np
 import pytest
 
 from faithrag.errors import ModelNotFoundError
+from faithrag.retrieval.chunking import chunk_documents
+from faithrag.retrieval.loaders import load_documents
 
 
 @pytest.fixture(autouse=True)
@@ -50,3 +53,18 @@ def minilm():
         return MiniLMEmbedder(threads=1)
     except ModelNotFoundError as exc:
         pytest.skip(f"MiniLM embedding model not available ({exc.message})")
+
+
+@pytest.fixture
+def corpus_passages(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bridge.md").write_text(
+        "# Aldermoor Bridge\n\nThe bridge over the river Wend opened in 1887. "
+        "It is a wrought-iron truss.", encoding="utf-8")
+    (folder / "moon.txt").write_text("Apollo 11 landed on the Moon in July 1969.",
+                                     encoding="utf-8")
+    (folder / "extra.jsonl").write_text(
+        json.dumps({"id": "n1", "text": "Photosynthesis happens in chloroplasts."}) + "\n",
+        encoding="utf-8")
+    return chunk_documents(load_documents(folder).documents)

@@ -6,25 +6,9 @@ import pytest
 
 from faithrag import __version__
 from faithrag.errors import ConfigError, DataError, EmptyIndexError
-from faithrag.retrieval.chunking import ChunkSettings, chunk_documents
+from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.index import Index
-from faithrag.retrieval.loaders import load_documents
 from faithrag.types import Passage
-
-
-@pytest.fixture
-def corpus_passages(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "bridge.md").write_text(
-        "# Aldermoor Bridge\n\nThe bridge over the river Wend opened in 1887. "
-        "It is a wrought-iron truss.", encoding="utf-8")
-    (folder / "moon.txt").write_text("Apollo 11 landed on the Moon in July 1969.",
-                                     encoding="utf-8")
-    (folder / "extra.jsonl").write_text(
-        json.dumps({"id": "n1", "text": "Photosynthesis happens in chloroplasts."}) + "\n",
-        encoding="utf-8")
-    return chunk_documents(load_documents(folder).documents)
 
 
 def test_build_search_load_round_trip(tmp_path, corpus_passages, hashing_embedder):
