@@ -43,6 +43,18 @@ class RayCluster:
                               "Pass --workers N with N >= 1.")
 
 
+def evaluate_items(make_evaluator: MakeEvaluator, items: Iterable[Any], llm: LLM | None,
+                   llm_config: LLMConfig, workers: int = 1, ray: RayCluster | None = None
+                   ) -> Iterator[dict[str, Any]]:
+    """Records of `items` as they finish: on `workers` threads sharing `llm`, or, given `ray`,
+    on its actors (`llm` unused)."""
+    if ray is not None:
+        return results_on_ray(make_evaluator, llm_config, items, ray)
+    if llm is None:
+        raise ValueError("Evaluating in threads needs a loaded model (llm).")
+    return results_in_threads(make_evaluator, llm, items, workers)
+
+
 def results_in_threads(make_evaluator: MakeEvaluator, llm: LLM, items: Iterable[Any],
                        workers: int = 1) -> Iterator[dict[str, Any]]:
     evaluate = make_evaluator(llm)

@@ -42,7 +42,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, DataError
 from faithrag.eval import metrics as M
 from faithrag.eval.datasets import Dataset, QAItem, RankItem, load_dataset
-from faithrag.eval.executors import RayCluster, results_in_threads, results_on_ray
+from faithrag.eval.executors import RayCluster, evaluate_items
 from faithrag.eval.runner import (
     EvalSpec,
     ResultsFile,
@@ -309,13 +309,7 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
 
     bar = _progress(len(items), len(items) - len(todo), dataset.name, label, progress)
     try:
-        if ray is None:
-            if llm is None:
-                raise ValueError("run_rank_eval needs an llm unless it runs on Ray.")
-            records = results_in_threads(make_evaluator, llm, todo, workers)
-        else:
-            records = results_on_ray(make_evaluator, config.llm, todo, ray)
-        for record in records:
+        for record in evaluate_items(make_evaluator, todo, llm, config.llm, workers, ray):
             results.append(record)
             if bar is not None:
                 done = [r["metrics"].get("ndcg@1") for r in results.records]

@@ -30,7 +30,7 @@ from faithrag.errors import ConfigError
 from faithrag.eval import metrics as M
 from faithrag.eval.datasets import Dataset, QAItem, golden_version, load_dataset, two_way_choices
 from faithrag.eval.distractors import DistractorPool
-from faithrag.eval.executors import RayCluster, results_in_threads, results_on_ray
+from faithrag.eval.executors import RayCluster, evaluate_items
 from faithrag.llm.base import LLM
 from faithrag.llm.models import PRESETS, sha256_of
 from faithrag.methods.base import Retriever
@@ -288,13 +288,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
     make_evaluator = partial(QAItemEvaluator, spec, config, dataset, build_pipeline)
     bar = _progress(len(items), len(items) - len(todo), dataset.name, spec.method, progress)
     try:
-        if ray is None:
-            if llm is None:
-                raise ValueError("run_eval needs an llm unless it runs on Ray.")
-            records = results_in_threads(make_evaluator, llm, todo, workers)
-        else:
-            records = results_on_ray(make_evaluator, config.llm, todo, ray)
-        for record in records:
+        for record in evaluate_items(make_evaluator, todo, llm, config.llm, workers, ray):
             results.append(record)
             if bar is not None:
                 scored = [c for c in map(M.record_correct, results.records) if c is not None]

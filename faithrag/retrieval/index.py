@@ -58,13 +58,7 @@ class Index:
               progress: bool = False) -> Index:
         """Index `passages` into `out_dir`. `embedder` (modes dense, hybrid) is an Embedder or a
         name for get_embedder (default "minilm"); `chunking` is recorded in the manifest."""
-        check_mode(mode)
-        passages = list(passages)
-        if not passages:
-            raise EmptyIndexError("No passages to index.",
-                                  "Check the input paths, and that the files are .txt, .md or "
-                                  ".jsonl with non-empty text.")
-        check_unique_ids(passages, set())
+        passages = passages_to_build(passages, mode)
         directory = Path(out_dir)
         if (directory / MANIFEST).exists() and not overwrite:
             raise ConfigError(f"An index already exists at {directory}",
@@ -218,6 +212,18 @@ class Index:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def passages_to_build(passages: Sequence[Passage], mode: str) -> list[Passage]:
+    """The passages of a new index, checked: a known mode, at least one, unique ids."""
+    check_mode(mode)
+    passages = list(passages)
+    if not passages:
+        raise EmptyIndexError("No passages to index.",
+                              "Check the input paths, and that the files are .txt, .md or "
+                              ".jsonl with non-empty text.")
+    check_unique_ids(passages, set())
+    return passages
 
 
 def check_unique_ids(passages: list[Passage], existing: set[str]) -> None:

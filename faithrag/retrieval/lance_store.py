@@ -25,8 +25,8 @@ from faithrag.errors import ConfigError, EmptyIndexError, RuntimeUnavailableErro
 from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.fusion import reciprocal_rank_fusion
-from faithrag.retrieval.index import check_unique_ids
-from faithrag.retrieval.searcher import check_mode, index_text
+from faithrag.retrieval.index import check_unique_ids, passages_to_build
+from faithrag.retrieval.searcher import index_text
 from faithrag.types import Passage
 
 FORMAT_VERSION = 1
@@ -55,13 +55,7 @@ class LanceStore:
               embedder: Embedder | str | None = None, table: str = TABLE,
               chunking: ChunkSettings | None = None, rrf_k: int = 60, use_cache: bool = True,
               overwrite: bool = False, progress: bool = False) -> LanceStore:
-        check_mode(mode)
-        passages = list(passages)
-        if not passages:
-            raise EmptyIndexError("No passages to index.",
-                                  "Check the input paths, and that the files are .txt, .md or "
-                                  ".jsonl with non-empty text.")
-        check_unique_ids(passages, set())
+        passages = passages_to_build(passages, mode)
         lancedb, pa = _import_lancedb()
         db = lancedb.connect(uri)
         if _open_table(db, table) is not None and not overwrite:
