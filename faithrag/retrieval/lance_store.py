@@ -12,7 +12,6 @@ the table's schema metadata, so opening needs nothing but the URI.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
@@ -58,9 +57,11 @@ class LanceStore:
         passages = passages_to_build(passages, mode)
         lancedb, pa = _import_lancedb()
         db = lancedb.connect(uri)
-        if _open_table(db, table) is not None and not overwrite:
-            raise ConfigError(f"A table {table!r} already exists in {uri}.",
-                              "Pass --overwrite to replace it, or --add to extend it.")
+        if _open_table(db, table) is not None:
+            if not overwrite:
+                raise ConfigError(f"A table {table!r} already exists in {uri}.",
+                                  "Pass --overwrite to replace it, or --add to extend it.")
+            db.drop_table(table)
         if mode != "bm25" and not hasattr(embedder, "embed"):
             embedder = get_embedder(embedder or "minilm", use_cache=use_cache)
         dense = mode != "bm25"
@@ -75,7 +76,7 @@ class LanceStore:
         if dense:
             fields.append(pa.field("vector", pa.list_(pa.float32(), embedder.dim)))
         schema = pa.schema(fields, metadata={_METADATA_KEY: json.dumps(manifest)})
-        handle = db.create_table(table, schema=schema, mode="overwrite")
+        handle = db.create_table(table, schema=schema)
         store = cls(handle, manifest, embedder if dense else None)
         store._write(passages, progress)
         if store._uses_bm25:
@@ -176,8 +177,10 @@ class LanceStore:
     def _lexical(self, query: str, depth: int) -> list[Passage]:
         if not query.strip():
             return []
-        rows = (self._table.search(query, query_type="fts").select(_COLUMNS + ["_score"])
-                .limit(depth).to_list())
+        from lancedb.query import MatchQuery  # words only: no phrase or operator syntax
+
+        rows = (self._table.search(MatchQuery(query, "text"), query_type="fts")
+                .select(_COLUMNS + ["_score"]).limit(depth).to_list())
         return [_passage(row).with_score(float(row["_score"])) for row in rows]
 
     def _semantic(self, query: str, depth: int) -> list[Passage]:
@@ -225,8 +228,6 @@ def _open_table(db: Any, name: str) -> Any | None:
 
 
 def _import_lancedb() -> tuple[Any, Any]:
-    # Lance logs routine events ("No existing dataset … it will be created") as warnings
-    os.environ.setdefault("LANCE_LOG", "error")
     try:
         import lancedb
         import pyarrow

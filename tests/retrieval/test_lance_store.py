@@ -51,7 +51,7 @@ def test_bm25_finds_by_words_and_misses_cleanly(tmp_path, corpus_passages):
     assert store.search("Apollo moon", 1)[0].id == "docs/moon.txt#0"
     assert store.search("zebra xylophone", 3) == []
     assert store.search("   ", 3) == [] and store.search(QUESTION, 0) == []
-    assert store.search('what\'s "bridge" (AND) : ?', 1)[0].id == "docs/bridge.md#0"
+    assert store.search('what\'s "the bridge" (AND) : ?', 1)[0].id == "docs/bridge.md#0"
 
 
 def test_added_passages_are_found_and_duplicates_refused(tmp_path, corpus_passages):
