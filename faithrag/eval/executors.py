@@ -10,15 +10,22 @@ Ray's cloudpickle, so the dataset is shipped once per actor and no shared file s
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from faithrag.config import LLMConfig
-from faithrag.errors import ConfigError, RuntimeUnavailableError, WorkerDiedError
+from faithrag.errors import (
+    ConfigError,
+    RuntimeUnavailableError,
+    ServerUnreachableError,
+    WorkerDiedError,
+)
 from faithrag.llm.base import LLM
 
 Evaluate = Callable[[Any], dict[str, Any]]
@@ -66,8 +73,6 @@ def results_in_threads(make_evaluator: MakeEvaluator, llm: LLM, items: Iterable[
 
 def model_loader(config: LLMConfig, threads: int) -> Callable[[], LLM]:
     """The configured backend, with `threads` llama.cpp threads unless the config sets them."""
-    from functools import partial
-
     from faithrag.llm import load_llm
 
     if config.n_threads is None:
@@ -84,8 +89,14 @@ def results_on_ray(make_evaluator: MakeEvaluator, llm_config: LLMConfig, items: 
     if started_here:
         with warnings.catch_warnings():  # a GPU-related tip that means nothing here
             warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
-            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING)
+            try:
+                ray.init(address=cluster.address, include_dashboard=False,
+                         log_to_driver=False, logging_level=logging.WARNING)
+            except ConnectionError as exc:
+                raise ServerUnreachableError(
+                    f"Cannot reach the Ray cluster at {cluster.address or '$RAY_ADDRESS'}: "
+                    f"{exc}", "Check the address and that the cluster is up (`ray status`).") \
+                    from exc
     try:
         _check_capacity(ray, cluster, started_here)
         load = cluster.load_model or model_loader(llm_config, cluster.cpus_per_worker)
@@ -125,7 +136,7 @@ def _check_capacity(ray: Any, cluster: RayCluster, started_here: bool) -> None:
         return
     message = (f"{cluster.workers} Ray workers × {cluster.cpus_per_worker} CPU need {wanted} "
                f"CPUs; the cluster has {cpus:g}.")
-    if started_here and cluster.address is None:
+    if started_here and cluster.address is None and not os.environ.get("RAY_ADDRESS"):
         raise ConfigError(message, "Lower --workers or --threads, or join a larger cluster "
                                    "with --ray-address.")
     print(f"faithrag: warning: {message} Workers beyond that wait for the cluster to grow.",
@@ -137,5 +148,5 @@ def _import_ray() -> Any:
         import ray
     except ImportError as exc:
         raise RuntimeUnavailableError("Ray is not installed.",
-                          "pip install 'faithrag[ray]', or drop --ray.") from exc
+                                      "pip install 'faithrag[ray]', or drop --ray.") from exc
     return ray

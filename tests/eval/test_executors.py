@@ -8,7 +8,11 @@ import pytest
 from faithrag.cli import main
 from faithrag.cli.common import build_pipeline
 from faithrag.config import Config, LLMConfig
-from faithrag.errors import ConfigError, RuntimeUnavailableError, WorkerDiedError
+from faithrag.errors import (
+    ConfigError,
+    RuntimeUnavailableError,
+    WorkerDiedError,
+)
 from faithrag.eval import executors
 from faithrag.eval.executors import RayCluster, results_on_ray
 from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
@@ -116,3 +120,4 @@ def test_a_real_model_on_a_ray_actor_answers_as_in_process(ray_cluster, tiny_ggu
              progress=False, ray=RayCluster(workers=1))
     assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
     assert all(prediction for prediction, _ in outcomes(tmp_path / "ray").values())
+
