@@ -26,3 +26,13 @@ def test_missing_or_empty_knowledge_bases_are_clear_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(EmptyIndexError, match="holds no text"):
         open_knowledge_base(tmp_path / "empty")
+
+
+def test_a_lancedb_store_is_opened_as_it_is(tmp_path, corpus_passages):
+    pytest.importorskip("lancedb", reason="LanceDB is not installed (extra [lancedb])")
+    from faithrag.retrieval.lance_store import LanceStore
+
+    LanceStore.build(corpus_passages, str(tmp_path / "kb"), "bm25")
+    kb = open_knowledge_base(f"lancedb:{tmp_path / 'kb'}")
+    assert isinstance(kb, LanceStore)
+    assert kb.retrieve("Apollo Moon", 1)[0].id == "docs/moon.txt#0"
