@@ -92,11 +92,11 @@ def results_on_ray(make_evaluator: MakeEvaluator, llm_config: LLMConfig, items: 
             try:
                 ray.init(address=cluster.address, include_dashboard=False,
                          log_to_driver=False, logging_level=logging.WARNING)
-            except ConnectionError as exc:
+            except Exception as exc:  # connection, timeout, bad address: all end the run
                 raise ServerUnreachableError(
-                    f"Cannot reach the Ray cluster at {cluster.address or '$RAY_ADDRESS'}: "
-                    f"{exc}", "Check the address and that the cluster is up (`ray status`).") \
-                    from exc
+                    f"Could not start or join the Ray cluster "
+                    f"{cluster.address or os.environ.get('RAY_ADDRESS') or '(local)'}: {exc}",
+                    "Check the address and that the cluster is up (`ray status`).") from exc
     try:
         _check_capacity(ray, cluster, started_here)
         load = cluster.load_model or model_loader(llm_config, cluster.cpus_per_worker)
