@@ -85,18 +85,23 @@ def median_time(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_corpus_options(parser: argparse.ArgumentParser) -> None:
+    """The corpus and queries, shared with bench_lance_store.py."""
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_corpus_options(parser)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--native-queries", type=int, default=200,
                         help="queries timed through bm25s' own retrieve, for comparison")
     parser.add_argument("--embed-passages", type=int, default=2000)
     parser.add_argument("--embed-threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_bm25 import DEFAULT_DATA, build_corpus, read_data
+from bench_bm25 import add_corpus_options, build_corpus, read_data
 
 
 def disk_mb(path: Path) -> float:
@@ -58,11 +58,7 @@ def peak_rss_mb() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--passages", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    add_corpus_options(parser)
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--child", nargs=3, metavar=("LOCATION", "QUERIES", "K"),
                         help=argparse.SUPPRESS)
