@@ -22,11 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_bm25 import add_corpus_options, build_corpus, read_data
-
-
-def disk_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+from bench_bm25 import add_corpus_options, build_corpus, disk_mib, read_data
 
 
 def query_child(location: str, queries_file: str, k: int) -> None:
@@ -98,7 +94,7 @@ def main() -> None:
             hits = figures.pop("hits")
             own = [(i, {text_number[t] for t in ctx}) for i, (_, ctx) in enumerate(sampled) if ctx]
             found = sum(any(o in wanted for o in hits[i]) for i, wanted in own)
-            results[name] = {"build_s": round(built, 1), "disk_mb": round(disk_mb(path), 1),
+            results[name] = {"build_s": round(built, 1), "disk_mb": round(disk_mib(path), 1),
                              **{key: round(value, 2) for key, value in figures.items()},
                              "own_context_recall_at_k": round(found / max(len(own), 1), 3)}
             print(name, json.dumps(results[name]), file=sys.stderr)

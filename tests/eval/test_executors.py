@@ -78,7 +78,8 @@ def test_eval_command_runs_on_ray(ray_cluster, tmp_path, capsys):
     assert manifest["config"]["llm"]["backend"] == "fake"
 
 
-def test_more_workers_than_a_local_cluster_has_cpus_is_refused():
+def test_more_workers_than_a_local_cluster_has_cpus_is_refused(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)  # else the cluster counts as joined
     local = SimpleNamespace(cluster_resources=lambda: {"CPU": 2.0})
     with pytest.raises(ConfigError, match="need 4 CPUs; the cluster has 2"):
         executors._check_capacity(local, RayCluster(workers=2, cpus_per_worker=2),
