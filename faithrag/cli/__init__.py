@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from faithrag.errors import FaithragError
 
-COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile")
+COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

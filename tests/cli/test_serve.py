@@ -1,0 +1,124 @@
+"""`faithrag serve`: its options, start-up failures as one clear error, the command itself in a
+subprocess (prints its URL, serves, stops on Ctrl-C), and the tiny packaged model behind it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+
+import pytest
+
+from faithrag.cli import build_parser, main
+from faithrag.cli.serve import build_server, run
+
+
+def post_json(url: str, payload: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_options_and_their_defaults():
+    args = build_parser().parse_args(["serve"])
+    assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 1 << 20)
+    assert args.index is None and args.docs is None and args.run is run
+    args = build_parser().parse_args([
+        "serve", "--docs", "d/", "--host", "0.0.0.0", "--port", "0", "--max-body-bytes", "4096",
+        "--model", "tiny", "--method", "csrag", "--rerank", "crossval", "-k", "3"])
+    assert (args.docs, args.host, args.port, args.max_body_bytes) == ("d/", "0.0.0.0", 0, 4096)
+    assert (args.model, args.method, args.rerank, args.k) == ("tiny", "csrag", "crossval", 3)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--index", "i/", "--docs", "d/"],
+    ["--port", "70000"],
+    ["--port", "-1"],
+    ["--max-body-bytes", "0"],
+])
+def test_bad_options_are_refused_by_the_parser(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["serve", *argv])
+    assert exited.value.code == 2
+    assert "usage: faithrag serve" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "/nowhere/model.gguf"], "neither a preset"),
+    (["--set", "llm.backend=fake", "--method", "nonsense"], "Unknown method 'nonsense'"),
+    (["--set", "llm.backend=fake", "--verify", "antisyco"], "trusted knowledge base"),
+    (["--set", "llm.backend=fake", "--index", "/nowhere/idx"], "No index"),
+])
+def test_start_up_failures_are_one_clear_error_before_serving(argv, message, capsys):
+    assert main(["serve", "--port", "0", *argv]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert "listening" not in captured.out
+
+
+def test_a_port_in_use_is_a_clear_error(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--set", "llm.backend=fake", "--port", str(port)]) == 2
+    assert f"Cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bridge.md").write_text("The Aldermoor Bridge over the river Wend opened in 1887.")
+    (docs / "mill.md").write_text("Walkers like the old mill on the far bank.")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faithrag", "serve", "--docs", str(docs), "--port", "0",
+         "--set", "llm.backend=fake", "-k", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first_line = proc.stdout.readline()
+        assert "faithrag serve: listening on http://127.0.0.1:" in first_line, proc.stderr.read()
+        url = first_line.split("listening on ")[1].split()[0]
+        assert get_json(url + "health") == {"status": "ok", "model": "fake", "method": "vanilla"}
+        result = post_json(url + "v1/ask", {"question": "When did the Aldermoor Bridge open?"})
+        assert [p["id"] for p in result["passages"]] == ["docs/bridge.md#0"]
+        assert [s["stage"] for s in result["trace"]["steps"]] == ["retrieve", "generate"]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "faithrag serve: stopped" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.mark.model
+def test_serves_the_tiny_model(tiny_gguf):
+    args = build_parser().parse_args(["serve", "--model", str(tiny_gguf), "--threads", "1",
+                                      "--n-ctx", "2048", "--port", "0"])
+    server = build_server(args)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        assert get_json(server.url + "health")["model"] == tiny_gguf.name
+        result = post_json(server.url + "v1/ask", {
+            "question": "When was the Aldermoor Bridge opened?",
+            "passages": [{"title": "Aldermoor Bridge",
+                          "text": "The Aldermoor Bridge over the river Wend was opened in 1887."}]})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert isinstance(result["answer"], str) and result["answer"]
+    assert [p["id"] for p in result["passages"]] == ["p1"]
+    (step,) = result["trace"]["steps"]
+    assert (step["stage"], step["name"]) == ("generate", "vanilla")
+    assert step["llm_calls"][0]["prompt_tokens"] > 0
+    assert step["llm_calls"][0]["completion_tokens"] > 0

@@ -1,0 +1,320 @@
+"""The HTTP API end to end over a real socket, around the fake LLM: answers, traces, every kind
+of bad request, errors raised inside the pipeline, and concurrent clients."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from faithrag.config import Config
+from faithrag.errors import (
+    InputTooLargeError,
+    ServerRejectedError,
+    ServerUnreachableError,
+)
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods import GENERATORS, RERANKERS, VERIFIERS
+from faithrag.pipeline import Pipeline
+from faithrag.retrieval import InMemoryRetriever
+from faithrag.types import Answer, Passage
+
+CANBERRA = "Canberra has been the capital of Australia since 1913."
+
+
+def last_user_message(request) -> str:
+    return next(m.content for m in reversed(request.messages) if m.role == "user")
+
+
+def test_health_names_the_model_and_the_default_method(start_server):
+    config = Config.load(overrides={"llm.backend": "fake", "pipeline.method": "closed_book"})
+    reply = start_server(config=config).get("/health")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert reply.json() == {"status": "ok", "model": "fake", "method": "closed_book"}
+
+
+def test_methods_lists_the_registered_stages_and_the_defaults(start_server):
+    config = Config.load(overrides={"llm.backend": "fake", "retrieval.k": 3})
+    body = start_server(config=config).get("/v1/methods").json()
+    assert body["methods"] == sorted(GENERATORS) and "csrag" in body["methods"]
+    assert body["rerankers"] == sorted(RERANKERS) and "crossval" in body["rerankers"]
+    assert body["verifiers"] == sorted(VERIFIERS) == ["antisyco"]
+    assert body["defaults"] == {"method": "vanilla", "rerank": None, "verify": None, "k": 3}
+    assert body["retrieval"] is False
+
+
+def test_given_passages_are_answered_from_and_traced(start_server):
+    llm = FakeLLM([("since 1913", "Canberra")], default="no evidence seen")
+    client = start_server(llm=llm)
+    reply = client.ask({"question": "What is the capital of Australia?",
+                        "passages": [{"title": "Australia", "text": CANBERRA},
+                                     {"id": "extra", "text": "Sydney is a large harbour city."}]})
+    assert reply.status == 200
+    result = reply.json()
+    assert result["answer"] == "Canberra" and result["parse_status"] == "ok"
+    assert [(p["id"], p["title"], p["source"]) for p in result["passages"]] == [
+        ("p1", "Australia", "request"), ("extra", "", "request")]
+    assert result["removed"] == []
+    steps = result["trace"]["steps"]
+    assert [(s["stage"], s["name"]) for s in steps] == [("generate", "vanilla")]
+    assert steps[0]["inputs"]["passages"] == ["p1", "extra"]
+    assert steps[0]["llm_calls"][0]["prompt_tokens"] > 0
+    assert result["trace"]["totals"]["llm_calls"] == 1
+    assert CANBERRA in last_user_message(llm.calls[0])
+
+
+def test_choices_pick_an_option_or_count_a_parse_failure(start_server):
+    client = start_server(llm=FakeLLM([("Melbourne", "Melbourne")], default="Canberra"))
+    picked = client.ask({"question": "Capital?", "choices": ["Sydney", "Canberra"],
+                         "passages": [{"text": CANBERRA}]}).json()
+    assert (picked["answer"], picked["choice_index"], picked["parse_status"]) == (
+        "Canberra", 1, "ok")
+    assert picked["choices"] == ["Sydney", "Canberra"]
+    unreadable = client.ask({"question": "Capital? Melbourne?", "choices": ["Sydney", "Perth"],
+                             "passages": [{"text": CANBERRA}]}).json()
+    assert unreadable["parse_status"] == "failed" and unreadable["choice_index"] is None
+
+
+def test_without_passages_the_server_retrieves_k_from_its_index(start_server):
+    retriever = InMemoryRetriever([Passage("bridge", "The Aldermoor Bridge opened in 1887."),
+                                   Passage("mill", "Walkers like the old mill by the river."),
+                                   Passage("fair", "The Aldermoor fair is held in May.")])
+    client = start_server(retriever=retriever)
+    assert client.get("/v1/methods").json()["retrieval"] is True
+    result = client.ask({"question": "When did the Aldermoor Bridge open?", "k": 1}).json()
+    assert [s["stage"] for s in result["trace"]["steps"]] == ["retrieve", "generate"]
+    assert result["trace"]["steps"][0]["inputs"]["k"] == 1
+    assert [p["id"] for p in result["passages"]] == ["bridge"]
+
+
+def test_method_rerank_and_verify_are_chosen_per_request(start_server):
+    client = start_server(llm=FakeLLM(default="[2] > [1]"))
+    result = client.ask({"question": "Capital?", "method": "closed_book", "rerank": "listwise",
+                         "passages": [{"text": "Sydney."}, {"text": CANBERRA}]}).json()
+    assert [(s["stage"], s["name"]) for s in result["trace"]["steps"]] == [
+        ("rerank", "listwise"), ("generate", "closed_book")]
+    assert [p["id"] for p in result["passages"]] == ["p2", "p1"]
+    default = client.ask({"question": "Capital?", "passages": [{"text": CANBERRA}]}).json()
+    assert [s["name"] for s in default["trace"]["steps"]] == ["vanilla"]
+
+
+def test_null_switches_off_a_stage_the_server_runs_by_default(start_server):
+    config = Config.load(overrides={"llm.backend": "fake", "pipeline.rerank": "listwise"})
+    client = start_server(config=config, llm=FakeLLM(default="[1]"))
+    passages = [{"text": CANBERRA}, {"text": "Sydney."}]
+    with_default = client.ask({"question": "Capital?", "passages": passages}).json()
+    switched_off = client.ask({"question": "Capital?", "passages": passages,
+                               "rerank": None}).json()
+    assert [s["stage"] for s in with_default["trace"]["steps"]] == ["rerank", "generate"]
+    assert [s["stage"] for s in switched_off["trace"]["steps"]] == ["generate"]
+
+
+@pytest.mark.parametrize("field, value, valid", [
+    ("method", "nonsense", "closed_book, cot_json"),
+    ("rerank", "shuffle", "bi_encoder, crossval"),
+    ("verify", "trust_me", "antisyco, or null for none"),
+])
+def test_unknown_stage_names_are_refused_naming_the_valid_ones(start_server, field, value,
+                                                                valid):
+    llm = FakeLLM(default="x")
+    reply = start_server(llm=llm).ask({"question": "q?", field: value})
+    assert reply.status == 400
+    assert reply.json()["error"] == f"Unknown {field} {value!r}."
+    assert valid in reply.json()["hint"]
+    assert llm.calls == []  # refused before any model work
+
+
+def test_a_config_error_while_building_a_pipeline_is_a_400_with_its_hint(start_server):
+    reply = start_server().ask({"question": "q?", "verify": "antisyco"})
+    assert reply.status == 400
+    assert reply.json()["error"] == "The antisyco verifier needs a trusted knowledge base."
+    assert "--kb" in reply.json()["hint"]
+
+
+@pytest.mark.parametrize("body, message", [
+    (b"{not json", "not valid JSON"),
+    (b"", "body is empty"),
+    (b"\xff\xfe\x00{", "not valid JSON"),
+    (b"[1, 2]", "must be a JSON object"),
+    (b"{}", "'question' must be a non-empty string"),
+    (b'{"question": "   "}', "'question' must be a non-empty string"),
+    (b'{"question": 42}', "'question' must be a non-empty string"),
+    (b'{"question": "q?", "qestion": "typo"}', "Unknown field(s): qestion"),
+    (b'{"question": "q?", "choices": "Sydney"}', "'choices' must be a list"),
+    (b'{"question": "q?", "choices": ["Sydney"]}', "at least two"),
+    (b'{"question": "q?", "choices": ["Sydney", 3]}', "non-empty strings"),
+    (b'{"question": "q?", "passages": "text"}', "'passages' must be a list"),
+    (b'{"question": "q?", "passages": ["text"]}', "passages[0] must be an object"),
+    (b'{"question": "q?", "passages": [{"body": "x"}]}', "passages[0] has unknown field(s): body"),
+    (b'{"question": "q?", "passages": [{"text": ""}]}', "passages[0].text must be a non-empty"),
+    (b'{"question": "q?", "passages": [{"text": "a", "id": 7}]}', "'id' must be a non-empty"),
+    (b'{"question": "q?", "passages": [{"text": "a", "id": "x"}, {"text": "b", "id": "x"}]}',
+     "Passage ids must be unique"),
+    (b'{"question": "q?", "k": "3"}', "'k' must be a positive integer"),
+    (b'{"question": "q?", "k": 0}', "'k' must be a positive integer"),
+    (b'{"question": "q?", "k": true}', "'k' must be a positive integer"),
+    (b'{"question": "q?", "method": 5}', "Unknown method 5"),
+])
+def test_bad_bodies_are_a_400_with_a_clear_message(start_server, body, message):
+    llm = FakeLLM(default="x")
+    client = start_server(llm=llm)
+    reply = client.request("POST", "/v1/ask", body, {"Content-Type": "application/json"})
+    assert reply.status == 400
+    assert message in reply.json()["error"] and reply.json()["hint"]
+    assert llm.calls == []
+    assert client.get("/health").status == 200
+
+
+def test_a_body_over_the_configured_limit_is_a_413(start_server):
+    client = start_server(max_body_bytes=1024)
+    body = json.dumps({"question": "q?", "passages": [{"text": "x" * 2000}]}).encode()
+    reply = client.request("POST", "/v1/ask", body)
+    assert reply.status == 413
+    assert f"{len(body)} bytes, over the limit of 1024" in reply.json()["error"]
+    assert client.ask({"question": "q?", "passages": [{"text": "short"}]}).status == 200
+
+
+def test_the_default_limit_is_one_mebibyte(start_server):
+    client = start_server()
+    padding = " " * (1 << 20)
+    assert client.request("POST", "/v1/ask", b'{"question": "q?"}' + padding.encode()).status == 413
+    fits = b'{"question": "q?"}' + b" " * ((1 << 20) - 20)
+    assert client.request("POST", "/v1/ask", fits).status == 200
+
+
+def raw_request(client, head: bytes) -> tuple[int, dict]:
+    host, port = client.server.server_address[:2]
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(head)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2])
+
+
+@pytest.mark.parametrize("head, status, message", [
+    (b"POST /v1/ask HTTP/1.1\r\nContent-Length: lots\r\n\r\n", 400, "not a byte count"),
+    (b"POST /v1/ask HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 400, "not a byte count"),
+    (b"POST /v1/ask HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 411,
+     "Chunked"),
+])
+def test_unreadable_request_framing_is_refused(start_server, head, status, message):
+    got_status, body = raw_request(start_server(), head)
+    assert got_status == status and message in body["error"]
+
+
+@pytest.mark.parametrize("error, status", [
+    (ServerUnreachableError("The server at http://127.0.0.1:9/v1 did not answer.",
+                            "Start the server or fix --base-url."), 503),
+    (ServerRejectedError("The server refused logit_bias.", "Use another backend."), 502),
+    (InputTooLargeError("The question does not fit the context window.",
+                        "Raise --n-ctx."), 422),
+])
+def test_a_faithrag_error_in_the_pipeline_is_its_message_and_hint(start_server, error, status):
+    def fail(request):
+        raise error
+    client = start_server(llm=FakeLLM(fail))
+    reply = client.ask({"question": "q?", "passages": [{"text": CANBERRA}]})
+    assert reply.status == status
+    assert reply.json() == {"error": error.message, "hint": error.hint}
+    assert client.get("/health").status == 200
+
+
+def test_an_unexpected_exception_is_a_500_logged_and_the_server_goes_on(start_server, capsys):
+    answers = iter([RuntimeError("boom in the generator"), "Canberra"])
+
+    def flaky(request):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    client = start_server(llm=FakeLLM(flaky))
+    reply = client.ask({"question": "q?", "passages": [{"text": CANBERRA}]})
+    assert reply.status == 500
+    assert reply.json()["error"] == "RuntimeError: boom in the generator"
+    assert "Traceback" in capsys.readouterr().err
+    assert client.ask({"question": "q?", "passages": [{"text": CANBERRA}]}).json()[
+        "answer"] == "Canberra"
+
+
+def test_non_finite_numbers_in_a_trace_are_sent_as_valid_json(start_server):
+    class Scores:
+        name = "scores"
+
+        def generate(self, question, passages, trace):
+            with trace.step("generate", self.name) as step:
+                step.outputs = {"logprobs": [float("-inf"), -0.5], "margin": float("nan")}
+            return Answer("Canberra")
+
+    client = start_server(build=lambda config, llm, retriever: Pipeline(Scores()))
+    reply = client.ask({"question": "q?"})
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+    outputs = json.loads(reply.body, parse_constant=refuse)["trace"]["steps"][0]["outputs"]
+    assert outputs == {"logprobs": ["-inf", -0.5], "margin": "nan"}
+
+
+@pytest.mark.parametrize("method, path, status, allow", [
+    ("GET", "/nowhere", 404, None),
+    ("POST", "/v2/ask", 404, None),
+    ("GET", "/v1/ask", 405, "POST"),
+    ("DELETE", "/v1/ask", 405, "POST"),
+    ("POST", "/health", 405, "GET"),
+    ("PUT", "/", 405, "GET"),
+])
+def test_unknown_paths_and_wrong_verbs(start_server, method, path, status, allow):
+    reply = start_server().request(method, path, b"{}" if method != "GET" else None)
+    assert reply.status == status
+    assert reply.headers.get("Allow") == allow
+    assert reply.json()["error"]
+
+
+def test_health_ignores_a_query_string(start_server):
+    assert start_server().get("/health?verbose=1").json()["status"] == "ok"
+
+
+def echo_question_slowly(in_flight: list[int], peak: list[int], lock: threading.Lock):
+    def respond(request):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(0.05)
+        with lock:
+            in_flight[0] -= 1
+        return last_user_message(request).split("Question: ")[1].split("\n")[0]
+    return respond
+
+
+def test_concurrent_requests_queue_on_an_embedded_model_and_are_all_answered(start_server):
+    in_flight, peak, lock = [0], [0], threading.Lock()
+    client = start_server(llm=FakeLLM(echo_question_slowly(in_flight, peak, lock)),
+                          serialize_runs=True)
+    questions = [f"question number {i}?" for i in range(8)]
+    with ThreadPoolExecutor(len(questions)) as pool:
+        replies = list(pool.map(lambda q: client.ask({"question": q,
+                                                      "passages": [{"text": CANBERRA}]}),
+                                questions))
+    assert [r.status for r in replies] == [200] * len(questions)
+    assert [r.json()["answer"] for r in replies] == questions
+    assert peak[0] == 1
+
+
+def test_a_server_backed_model_takes_requests_concurrently(start_server):
+    both_inside = threading.Barrier(2, timeout=10)  # passes only when two runs overlap
+
+    def respond(request):
+        both_inside.wait()
+        return "Canberra"
+    client = start_server(llm=FakeLLM(respond), serialize_runs=False)
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(lambda q: client.ask({"question": q,
+                                                      "passages": [{"text": CANBERRA}]}),
+                                ["a?", "b?"]))
+    assert [r.json()["answer"] for r in replies] == ["Canberra", "Canberra"]

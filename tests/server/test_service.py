@@ -1,0 +1,75 @@
+"""Pipelines are built once per (method, rerank, verify, k) and shared by the requests that
+choose them; a bad default fails when the service starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from faithrag.cli.common import build_pipeline
+from faithrag.config import Config
+from faithrag.errors import ConfigError
+from faithrag.llm.fake import FakeLLM
+from faithrag.server import AskService
+from faithrag.server.ask_request import PipelineChoice
+from faithrag.server.errors import RequestError
+
+
+def counting_builder(built: list[tuple[str, str | None, int]], llms: list | None = None):
+    def build(config, llm, retriever):
+        built.append((config.pipeline.method, config.pipeline.rerank, config.retrieval.k))
+        if llms is not None:
+            llms.append(llm)
+        return build_pipeline(config, llm, retriever)
+    return build
+
+
+def service(built, llms: list | None = None, **overrides) -> AskService:
+    config = Config.load(overrides={"llm.backend": "fake", **overrides})
+    return AskService(config, FakeLLM(default="Canberra"), None, counting_builder(built, llms))
+
+
+def test_the_default_pipeline_is_built_at_start_and_reused():
+    built: list = []
+    svc = service(built)
+    assert built == [("vanilla", None, 5)]
+    for _ in range(3):
+        assert svc.ask({"question": "q?", "passages": [{"text": "t"}]})["answer"] == "Canberra"
+    assert built == [("vanilla", None, 5)]
+
+
+def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
+    built: list = []
+    llms: list = []
+    svc = service(built, llms)
+    for _ in range(2):
+        svc.ask({"question": "q?", "method": "closed_book"})
+        svc.ask({"question": "q?", "k": 2})
+        svc.ask({"question": "q?", "rerank": "listwise", "passages": [{"text": "t"}]})
+    assert built == [("vanilla", None, 5), ("closed_book", None, 5), ("vanilla", None, 2),
+                     ("vanilla", "listwise", 5)]
+    assert all(llm is svc.llm for llm in llms) and len(llms) == 4
+    assert svc.pipeline(PipelineChoice("vanilla", "listwise", None, 5)).reranker is not None
+
+
+def test_a_bad_default_fails_when_the_service_starts():
+    with pytest.raises(ConfigError, match="Unknown method 'nonsense'"):
+        service([], **{"pipeline.method": "nonsense"})
+    with pytest.raises(ConfigError, match="trusted knowledge base"):
+        service([], **{"pipeline.verify": "antisyco"})
+
+
+def test_a_failed_build_is_not_cached():
+    built: list = []
+    svc = service(built)
+    for _ in range(2):
+        with pytest.raises(ConfigError):
+            svc.ask({"question": "q?", "verify": "antisyco"})
+    assert built == [("vanilla", None, 5)] + [("vanilla", None, 5)] * 2
+
+
+def test_a_bad_body_is_refused_before_any_pipeline_is_built():
+    built: list = []
+    svc = service(built)
+    with pytest.raises(RequestError) as refused:
+        svc.ask({"question": "q?", "method": "nope", "k": 3})
+    assert refused.value.status == 400 and built == [("vanilla", None, 5)]
