@@ -36,6 +36,12 @@ class LLMConfig(_Strict):
     # llama.cpp: keep the recurring leading messages of requests (few-shot turns) between calls;
     # reproducible, but results differ slightly from the default (see faithrag/llm/llamacpp.py)
     prefix_cache: bool = False
+    # llama.cpp, greedy decoding: draft up to this many tokens by prompt lookup (the tokens that
+    # followed the last `lookup_ngram` tokens where they occurred before) and keep what the
+    # model's picks confirm; 0 = off. Faster on copying outputs, and results differ slightly
+    # from plain decoding, like prefix_cache (see faithrag/llm/lookup.py and BENCHMARKS.md)
+    lookup_tokens: int = Field(0, ge=0)
+    lookup_ngram: int = Field(3, ge=1)
     # openai backend
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key: str = ""

@@ -17,7 +17,9 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
 
         def one() -> LlamaCppLLM:
             return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=threads,
-                               n_batch=config.n_batch, prefix_cache=config.prefix_cache)
+                               n_batch=config.n_batch, prefix_cache=config.prefix_cache,
+                               lookup_tokens=config.lookup_tokens,
+                               lookup_ngram=config.lookup_ngram)
         if copies <= 1:
             return one()
         from faithrag.llm.replicas import Replicas

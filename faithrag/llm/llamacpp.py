@@ -36,6 +36,14 @@ always evaluated on its own, from an empty cache, and its keys/values are snapsh
 per-sequence state) and restored bit for bit the next time it leads a prompt. The split is then
 fixed by the request, not by what ran before. It differs from the default single-batch split, so
 results with and without the option differ in the same small way as above.
+
+With `lookup_tokens > 0`, greedy decoding drafts: after each pick, the tokens that followed the
+last `lookup_ngram` tokens where they occurred before in the prompt or output (faithrag/llm/
+lookup.py) are evaluated with it in one batch, and every draft token that the model's own pick
+at that position confirms costs no further pass; the first mismatch drops the rest of the draft
+from the cache. The picks are the same argmax over the same biased logits, but a batch of several
+tokens rounds differently from one token at a time, so near-ties can fall the other way and long
+outputs can differ from plain decoding (measured in BENCHMARKS.md). Sampling never drafts.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ from faithrag.llm.base import (
 )
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
+from faithrag.llm.lookup import lookup_draft
 from faithrag.llm.models import PRESETS, resolve_model
 
 _backend_ready = False
@@ -149,6 +158,8 @@ class LlamaCppLLM:
         verbose: bool = False,
         prefix_cache: bool = False,
         max_prefix_snapshots: int = 16,
+        lookup_tokens: int = 0,
+        lookup_ngram: int = 3,
     ):
         path = resolve_model(model)
         self.name = model if model in PRESETS else path.name
@@ -190,6 +201,11 @@ class LlamaCppLLM:
         self._cached: list[int] = []  # tokens whose keys/values sit in the cache at 0..len-1
         self.prefix_cache = prefix_cache
         self._max_snapshots = max_prefix_snapshots
+        self.lookup_tokens = lookup_tokens
+        self.lookup_ngram = lookup_ngram
+        # greedy decoding with prompt-lookup drafts: tokens drafted, drafted tokens the picks
+        # confirmed, and forward passes that carried a draft
+        self.lookup_stats = {"drafted": 0, "accepted": 0, "passes": 0}
         # recurring prompt prefix -> its sequence state, least recently used first
         self._snapshots: OrderedDict[tuple[int, ...], tuple[ctypes.Array, int]] = OrderedDict()
 
@@ -268,15 +284,18 @@ class LlamaCppLLM:
         start = time.perf_counter()
         bias = DenseBias(request.bias, self._n_vocab)
         rng = np.random.default_rng([self._seed, request.seed]) if request.temperature > 0 else None
-        scores = np.empty(self._n_vocab, dtype=np.float32)
+        drafting = self.lookup_tokens > 0 and rng is None
         stops = [s for s in request.stop if s]
         pieces: list[bytes] = []
+        picked: list[int] = []
         logprobs: list[float] = []
         text, finish = "", "length"
 
         self._prefill(prompt, recurring)
+        rows = [self._last_logits().copy()]  # logits awaiting a pick, one per evaluated position
+        draft: list[int] = []  # evaluated after the last pick, not yet confirmed by a pick
         for step in range(request.max_tokens):
-            np.copyto(scores, self._last_logits())
+            scores = rows.pop(0)
             bias(None, scores)
             token = self._pick(scores, request.temperature, rng)
             if self._lib.llama_vocab_is_eog(self._vocab, token):
@@ -285,14 +304,31 @@ class LlamaCppLLM:
             if request.logprobs:
                 top = scores.max()
                 logprobs.append(float(scores[token] - top - np.log(np.exp(scores - top).sum())))
+            picked.append(token)
             pieces.append(self._piece(token))
             text = b"".join(pieces).decode("utf-8", errors="replace")
             cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
                 break
+            if draft and draft[0] == token:  # the pick confirms the next drafted token
+                draft.pop(0)
+                self.lookup_stats["accepted"] += 1
+                continue
+            if draft:  # rejected: its keys/values leave the cache
+                self._rewind(len(draft))
+                draft, rows = [], []
             if step + 1 < request.max_tokens:
-                self._extend([token])
+                if drafting:  # never evaluate past the token budget
+                    draft = lookup_draft(prompt + picked, self.lookup_ngram,
+                                         min(self.lookup_tokens, request.max_tokens - step - 2))
+                if draft:
+                    self.lookup_stats["drafted"] += len(draft)
+                    self.lookup_stats["passes"] += 1
+                    rows = list(self._extend([token, *draft], all_logits=True))
+                else:
+                    self._extend([token])
+                    rows = [self._last_logits().copy()]
         return Completion(
             text=text,
             prompt_tokens=len(prompt),
@@ -457,6 +493,14 @@ class LlamaCppLLM:
             self._snapshots[key] = (state, size)
             while len(self._snapshots) > self._max_snapshots:
                 self._snapshots.popitem(last=False)
+
+    def _rewind(self, n: int) -> None:
+        """Drop the last `n` cached tokens (re-evaluating the rest if the model's memory cannot
+        drop a tail)."""
+        keep = self._cached[:len(self._cached) - n]
+        self._truncate(len(keep))
+        if len(self._cached) < len(keep):
+            self._extend(keep[len(self._cached):])
 
     def _truncate(self, keep: int) -> None:
         mem = self._lib.llama_get_memory(self._ctx.ctx)

@@ -389,3 +389,59 @@ def test_cache_prefix_is_ignored_without_the_prefix_cache(llm, monkeypatch):
         llm.generate([request])
         assert counts[0] == llm.count_chat_tokens(request.messages)  # one pass, from empty
     assert not llm._snapshots
+
+
+# ------------------------------------------------------------------------- prompt-lookup drafts
+
+PASSAGE = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres "
+           "tall and was designed by the engineering company of Gustave Eiffel. For 41 years it "
+           "was the tallest man-made structure in the world.")
+COPY = user_prompt(f"Repeat this passage word for word, then repeat it once more.\n\n{PASSAGE}")
+
+
+@pytest.fixture(scope="module")
+def lookup_pair(tiny_gguf):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    plain = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1)
+    drafting = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1, lookup_tokens=8)
+    yield plain, drafting
+    plain.close()
+    drafting.close()
+
+
+@pytest.mark.model
+def test_lookup_drafts_give_the_greedy_text_in_fewer_forward_passes(lookup_pair, monkeypatch):
+    plain, drafting = lookup_pair
+    bias = TokenBias.from_mapping({drafting.tokenize(" Eiffel")[0]: 2.0})
+    request = GenerationRequest(COPY, max_tokens=120, bias=bias, logprobs=True)
+    [expected] = plain.generate([request])
+    before = dict(drafting.lookup_stats)
+    passes = count_evaluated(drafting, monkeypatch)
+    [got] = drafting.generate([request])
+    drafted = drafting.lookup_stats["drafted"] - before["drafted"]
+    accepted = drafting.lookup_stats["accepted"] - before["accepted"]
+    assert got.text == expected.text and got.completion_tokens == expected.completion_tokens
+    np.testing.assert_allclose(got.token_logprobs, expected.token_logprobs, atol=0.5)
+    assert 0 < accepted < drafted  # drafts were both confirmed and rejected (rewound)
+    # after the prefill, one pass per pick the drafts did not already carry
+    assert len(passes) - 1 <= got.completion_tokens - accepted
+
+
+@pytest.mark.model
+def test_lookup_drafts_respect_the_budget_stops_and_reruns(lookup_pair):
+    plain, drafting = lookup_pair
+    for request in (GenerationRequest(COPY, max_tokens=37),
+                    GenerationRequest(COPY, max_tokens=120, stop=("metres",))):
+        [expected] = plain.generate([request])
+        first, again = drafting.generate([request, request])
+        assert first.completion_tokens <= request.max_tokens
+        assert (first.text, first.finish_reason) == (expected.text, expected.finish_reason)
+        assert again.text == first.text  # the cache left by drafts does not leak into the next
+
+
+@pytest.mark.model
+def test_sampling_does_not_draft(lookup_pair):
+    _, drafting = lookup_pair
+    before = dict(drafting.lookup_stats)
+    drafting.generate([GenerationRequest(COPY, max_tokens=40, temperature=0.7, seed=1)])
+    assert drafting.lookup_stats == before

@@ -1,0 +1,25 @@
+"""Prompt-lookup drafts for speculative greedy decoding.
+
+Much of what a RAG model writes is copied: a paraphrase repeats its passage, a JSON "Reason"
+quotes the context, an answer names a span. When the last few generated tokens already occurred
+earlier in the prompt or the output, the tokens that followed them there are a cheap guess at
+what comes next. The backend evaluates the guess in one batch and keeps the part the model's own
+greedy picks confirm (faithrag/llm/llamacpp.py); no second model is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def lookup_draft(history: Sequence[int], ngram: int, max_tokens: int) -> list[int]:
+    """Up to `max_tokens` tokens that followed the most recent earlier occurrence of the last
+    `ngram` tokens of `history`; empty when they occur nowhere earlier."""
+    if max_tokens <= 0 or ngram <= 0 or len(history) <= ngram:
+        return []
+    tail = list(history[-ngram:])
+    end = len(history) - ngram  # an occurrence must start before the tail itself
+    for start in range(end - 1, -1, -1):
+        if history[start] == tail[0] and list(history[start:start + ngram]) == tail:
+            return list(history[start + ngram:start + ngram + max_tokens])
+    return []
