@@ -3,10 +3,11 @@
 Two copies of the same llama.cpp model, one decoding plainly and one with prompt-lookup drafts,
 run the same method on the same items in one process, one after the other (the order alternates
 per item, so drift on a shared machine falls on both). Caches are off, so every call is made.
-Per item and stage: seconds on each side, whether every completion came out identical, and the
+Per item and stage: seconds on each side, whether each completion came out identical, and the
 draft statistics. One JSON line per item is appended to OUT/items.jsonl as it finishes (re-running
-resumes); OUT/summary.json holds the medians of the per-item time ratios, and the
-identical-output and draft acceptance rates.
+resumes), and the completions' texts, which quote the data, to OUT/texts.jsonl; OUT/summary.json
+holds the medians of the per-item time ratios, and the identical-output and draft acceptance
+rates.
 
     python benchmarks/bench_lookup_decoding.py --dataset faitheval_counterfactual --method csrag \
       --limit 10 --threads 1 --out runs/lookup/faitheval-csrag
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
@@ -69,7 +71,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 stage_ratios[stage].append(r["lookup"]["stages"].get(stage, 0.0) / plain)
     drafted = sum(r["draft"]["drafted"] for r in rows)
     accepted = sum(r["draft"]["accepted"] for r in rows)
-    texts = [(a, b) for r in rows for a, b in zip(r["plain"]["texts"], r["lookup"]["texts"])]
+    same = [flag for r in rows for flag in r["identical_completions"]]
     return {
         "n": len(rows),
         "median_time_ratio": statistics.median(ratios) if ratios else None,
@@ -77,7 +79,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "median_seconds": {side: statistics.median(r[side]["seconds"] for r in rows)
                            for side in ("plain", "lookup")} if rows else {},
         "identical_answers": sum(r["plain"]["answer"] == r["lookup"]["answer"] for r in rows),
-        "identical_completions": f"{sum(a == b for a, b in texts)}/{len(texts)}",
+        "identical_completions": f"{sum(same)}/{len(same)}",
         "drafted": drafted,
         "accepted": accepted,
         "acceptance": accepted / drafted if drafted else None,
@@ -102,27 +104,27 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
-    from faithrag.cli.common import parse_set_options
-
-    overrides = {"llm.model": args.model, "llm.n_threads": args.threads, "use_cache": False,
-                 **parse_set_options(args.set)}
-    plain_cfg = Config.load(None, overrides)
-    lookup_cfg = Config.load(None, {**overrides, "llm.lookup_tokens": args.lookup_tokens,
-                                    "llm.lookup_ngram": args.lookup_ngram})
-    plain, lookup = RecordingLLM(load_llm(plain_cfg.llm)), RecordingLLM(load_llm(lookup_cfg.llm))
-    methods = {"plain": (build_generator(args.method, plain, plain_cfg), plain),
-               "lookup": (build_generator(args.method, lookup, lookup_cfg), lookup)}
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "items.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     done = {r["id"] for r in rows}
     dataset = load_dataset(args.dataset, args.data_dir, "dev")
-    items = dataset.items[args.offset:args.offset + args.limit]
-    for index, item in enumerate(items):
+    items = [(index, item) for index, item in
+             enumerate(dataset.items[args.offset:args.offset + args.limit]) if item.id not in done]
+    if items:  # a finished run only has its summary rewritten
+        overrides = {"llm.model": args.model, "llm.n_threads": args.threads, "use_cache": False,
+                     **parse_set_options(args.set)}
+        plain_cfg = Config.load(None, overrides)
+        lookup_cfg = Config.load(None, {**overrides, "llm.lookup_tokens": args.lookup_tokens,
+                                        "llm.lookup_ngram": args.lookup_ngram})
+        plain = RecordingLLM(load_llm(plain_cfg.llm))
+        lookup = RecordingLLM(load_llm(lookup_cfg.llm))
+        methods = {"plain": (build_generator(args.method, plain, plain_cfg), plain),
+                   "lookup": (build_generator(args.method, lookup, lookup_cfg), lookup)}
+    for index, item in items:
         prepared = prepare(item, args.method, 0, args.context)
-        if item.id in done or prepared is None:
+        if prepared is None:
             continue
         order = ("plain", "lookup") if index % 2 == 0 else ("lookup", "plain")
         before = dict(lookup.lookup_stats)
@@ -131,6 +133,10 @@ def main() -> None:
             method, recorder = methods[side]
             row[side] = run_side(method, recorder, prepared)
         row["draft"] = {k: lookup.lookup_stats[k] - before[k] for k in before}
+        texts = {side: row[side].pop("texts") for side in ("plain", "lookup")}
+        row["identical_completions"] = [a == b for a, b in zip(texts["plain"], texts["lookup"])]
+        with open(out / "texts.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"id": item.id, **texts}, ensure_ascii=False) + "\n")
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
         rows.append(row)

@@ -70,7 +70,7 @@ from faithrag.llm.base import (
 )
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
-from faithrag.llm.lookup import lookup_draft
+from faithrag.llm.lookup import LookupDrafter
 from faithrag.llm.models import PRESETS, resolve_model
 
 _backend_ready = False
@@ -284,7 +284,8 @@ class LlamaCppLLM:
         start = time.perf_counter()
         bias = DenseBias(request.bias, self._n_vocab)
         rng = np.random.default_rng([self._seed, request.seed]) if request.temperature > 0 else None
-        drafting = self.lookup_tokens > 0 and rng is None
+        drafter = (LookupDrafter(self.lookup_tokens, self.lookup_ngram)
+                   if self.lookup_tokens > 0 and rng is None else None)
         stops = [s for s in request.stop if s]
         pieces: list[bytes] = []
         picked: list[int] = []
@@ -294,6 +295,7 @@ class LlamaCppLLM:
         self._prefill(prompt, recurring)
         rows = [self._last_logits().copy()]  # logits awaiting a pick, one per evaluated position
         draft: list[int] = []  # evaluated after the last pick, not yet confirmed by a pick
+        offered = 0  # size of the current draft
         for step in range(request.max_tokens):
             scores = rows.pop(0)
             bias(None, scores)
@@ -314,16 +316,19 @@ class LlamaCppLLM:
             if draft and draft[0] == token:  # the pick confirms the next drafted token
                 draft.pop(0)
                 self.lookup_stats["accepted"] += 1
+                if not draft and drafter:
+                    drafter.kept(offered, offered)
                 continue
-            if draft:  # rejected: its keys/values leave the cache
+            if draft and drafter:  # rejected: its keys/values leave the cache
                 self._rewind(len(draft))
+                drafter.kept(offered, offered - len(draft))
                 draft, rows = [], []
             if step + 1 < request.max_tokens:
-                if drafting:  # never evaluate past the token budget
-                    draft = lookup_draft(prompt + picked, self.lookup_ngram,
-                                         min(self.lookup_tokens, request.max_tokens - step - 2))
+                if drafter:  # never evaluate past the token budget
+                    draft = drafter.propose(prompt + picked, request.max_tokens - step - 2)
                 if draft:
-                    self.lookup_stats["drafted"] += len(draft)
+                    offered = len(draft)
+                    self.lookup_stats["drafted"] += offered
                     self.lookup_stats["passes"] += 1
                     rows = list(self._extend([token, *draft], all_logits=True))
                 else:

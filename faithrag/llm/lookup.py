@@ -23,3 +23,24 @@ def lookup_draft(history: Sequence[int], ngram: int, max_tokens: int) -> list[in
         if history[start] == tail[0] and list(history[start:start + ngram]) == tail:
             return list(history[start + ngram:start + ngram + max_tokens])
     return []
+
+
+class LookupDrafter:
+    """Drafts for one generation, their length adapted to how much of the last one the model
+    confirmed: two more after a draft kept whole, one more than was kept after a rejection.
+    A rejected draft token still costs its share of a batched pass, so text that does not repeat
+    its context soon drafts one token at a time."""
+
+    def __init__(self, max_tokens: int, ngram: int):
+        self.max_tokens = max_tokens
+        self.ngram = ngram
+        self.size = max_tokens
+
+    def propose(self, history: Sequence[int], budget: int) -> list[int]:
+        return lookup_draft(history, self.ngram, min(self.size, budget))
+
+    def kept(self, offered: int, confirmed: int) -> None:
+        if confirmed == offered:
+            self.size = min(self.max_tokens, self.size + 2)
+        else:
+            self.size = max(1, confirmed + 1)
