@@ -11,6 +11,11 @@ rates.
 
     python benchmarks/bench_lookup_decoding.py --dataset faitheval_counterfactual --method csrag \
       --limit 10 --threads 1 --out runs/lookup/faitheval-csrag
+
+`--pass-costs` measures instead what drafting trades on: the time of one forward pass over k
+tokens (after a 500-token context) against one over a single token, medians over repeats.
+
+    python benchmarks/bench_lookup_decoding.py --pass-costs --threads 1 --out runs/lookup/costs
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import datetime as dt
 import json
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,6 +94,29 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def pass_costs(model: str, threads: int, repeats: int = 7,
+               sizes: Sequence[int] = (1, 2, 3, 4, 6, 8, 11, 16)) -> dict[str, Any]:
+    """Median seconds of one pass over k tokens after a fixed context, and its ratio to k = 1;
+    the sizes are interleaved within each repeat."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM(model, n_ctx=2048, n_threads=threads)
+    context = llm.tokenize("The history of the Roman empire is long, and it begins with " * 40)
+    context = context[:500]
+    llm._extend(context)
+    times: dict[int, list[float]] = defaultdict(list)
+    for _ in range(repeats):
+        for k in sizes:
+            llm._truncate(len(context))
+            start = time.perf_counter()
+            llm._extend(context[:k], all_logits=k > 1)
+            times[k].append(time.perf_counter() - start)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    return {"date": dt.date.today().isoformat(), "model": model, "threads": threads,
+            "repeats": repeats, "seconds": medians,
+            "ratio_to_one": {k: medians[k] / medians[1] for k in sizes}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="faitheval_counterfactual")
@@ -102,7 +131,15 @@ def main() -> None:
     parser.add_argument("--lookup-ngram", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--pass-costs", action="store_true",
+                        help="measure the cost of one pass over k tokens instead")
     args = parser.parse_args()
+    if args.pass_costs:
+        costs = pass_costs(args.model, args.threads)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "pass_costs.json").write_text(json.dumps(costs, indent=2) + "\n")
+        print(json.dumps(costs, indent=2))
+        return
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -27,13 +27,15 @@ def lookup_draft(history: Sequence[int], ngram: int, max_tokens: int) -> list[in
 
 class LookupDrafter:
     """Drafts for one generation, their length adapted to how much of the last one the model
-    confirmed: two more after a draft kept whole, one more than was kept after a rejection.
-    A rejected draft token still costs its share of a batched pass, so text that does not repeat
-    its context soon drafts one token at a time."""
+    confirmed: two more after a draft kept whole, one more than was kept after a rejection, but
+    never below `min_tokens`. On a CPU one pass over a few tokens costs little more than a pass
+    over one (BENCHMARKS.md), so a short draft gains little when kept and still costs a pass's
+    worth when not; a few tokens at a time is where drafting pays even on text that rarely copies."""
 
-    def __init__(self, max_tokens: int, ngram: int):
+    def __init__(self, max_tokens: int, ngram: int, min_tokens: int = 4):
         self.max_tokens = max_tokens
         self.ngram = ngram
+        self.min_tokens = min(min_tokens, max_tokens)
         self.size = max_tokens
 
     def propose(self, history: Sequence[int], budget: int) -> list[int]:
@@ -43,4 +45,4 @@ class LookupDrafter:
         if confirmed == offered:
             self.size = min(self.max_tokens, self.size + 2)
         else:
-            self.size = max(1, confirmed + 1)
+            self.size = max(self.min_tokens, confirmed + 1)

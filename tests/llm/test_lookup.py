@@ -38,16 +38,18 @@ def test_draft_follows_an_occurrence_of_the_tail_and_none_later(history, ngram, 
 
 
 def test_drafter_grows_after_a_whole_draft_and_shrinks_to_what_was_kept():
-    drafter = LookupDrafter(max_tokens=6, ngram=1)
+    drafter = LookupDrafter(max_tokens=8, ngram=1, min_tokens=2)
     history = [7, 1, 2, 3, 4, 5, 6, 7, 8, 7]
     assert drafter.propose(history, budget=10) == [8, 7]  # most recent 7 is followed by 8, 7
-    drafter.kept(offered=6, confirmed=2)
+    drafter.kept(offered=8, confirmed=2)
     assert drafter.size == 3
     assert drafter.propose([5, 1, 2, 3, 4, 5], budget=10) == [1, 2, 3]
     drafter.kept(offered=3, confirmed=3)
     assert drafter.size == 5
-    drafter.kept(offered=5, confirmed=5)
-    assert drafter.size == 6  # never above max_tokens
-    drafter.kept(offered=6, confirmed=0)
-    assert drafter.size == 1
+    for _ in range(3):
+        drafter.kept(offered=5, confirmed=5)
+    assert drafter.size == 8  # never above max_tokens
+    drafter.kept(offered=8, confirmed=0)
+    assert drafter.size == 2  # never below min_tokens
     assert drafter.propose([5, 1, 2, 3, 4, 5], budget=0) == []  # nothing past the token budget
+    assert LookupDrafter(max_tokens=3, ngram=1).min_tokens == 3
