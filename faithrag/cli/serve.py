@@ -6,6 +6,8 @@ request. On an embedded model requests queue and run one at a time."""
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 
 from faithrag.cli.common import (
     add_method_options,
@@ -66,11 +68,18 @@ def build_server(args: argparse.Namespace) -> FaithragServer:
                           "Choose another --port or --host, or stop what is using it.") from exc
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     server = build_server(args)
+    if threading.current_thread() is threading.main_thread():
+        # what process managers send; a background job may also have Ctrl-C ignored
+        signal.signal(signal.SIGTERM, _interrupt)
     health = server.service.health()
     print(f"faithrag serve: listening on {server.url} (model {health['model']}, method "
-          f"{health['method']}); Ctrl-C stops it", flush=True)
+          f"{health['method']}); Ctrl-C or SIGTERM stops it", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -75,7 +75,7 @@ def test_a_port_in_use_is_a_clear_error(capsys):
     assert f"Cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
-def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path):
+def test_the_command_prints_its_url_serves_and_stops_on_sigterm(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "bridge.md").write_text("The Aldermoor Bridge over the river Wend opened in 1887.")
@@ -92,7 +92,8 @@ def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c(tmp_path):
         result = post_json(url + "v1/ask", {"question": "When did the Aldermoor Bridge open?"})
         assert [p["id"] for p in result["passages"]] == ["docs/bridge.md#0"]
         assert [s["stage"] for s in result["trace"]["steps"]] == ["retrieve", "generate"]
-        proc.send_signal(signal.SIGINT)
+        # SIGTERM, not SIGINT: a job started in the background of a script has SIGINT ignored
+        proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0 and "faithrag serve: stopped" in out
     finally:
