@@ -1,5 +1,5 @@
 """`faithrag serve`: its options, start-up failures as one clear error, the command itself in a
-subprocess (prints its URL, serves, stops on Ctrl-C), and the tiny packaged model behind it."""
+subprocess (prints its URL, serves, stops on SIGTERM), and the tiny packaged model behind it."""
 
 from __future__ import annotations
 
