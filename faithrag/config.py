@@ -115,12 +115,14 @@ class CSRAGConfig(_Strict):
     beta: float = 3.0  # on the enhanced context
     enhance_context: bool = True  # append two paraphrases of each passage
     filter_stopwords: bool = True  # drop NLTK English stopwords and punctuation from both sets
-    answer_mode: Literal["json", "choices"] = "json"  # choices: score the options, bias applied
+    # choices: score the options, bias applied; json_scored: the JSON reply's Reason unbiased,
+    # then the options scored in its Answer slot with the bias
+    answer_mode: Literal["json", "choices", "json_scored"] = "json"
     fact_tokens: int = Field(200, ge=16)
     paraphrase_tokens: int = Field(1024, ge=32)  # cap for the two paraphrases of one passage
     probe_choices: bool = False  # also record option probabilities with and without the bias
     cache_facts: bool = True  # reuse a question's facts (off to time online CSRAG honestly)
-    ablation_grid: bool = False  # csrag_choices: also score every ablation cell, same forward pass
+    ablation_grid: bool = False  # scored answers: also score every ablation cell, same forward pass
 
 
 class RerankConfig(_Strict):

@@ -40,7 +40,8 @@ from faithrag.types import Passage, Question
 
 # Methods that answer by picking an option; on a free-form conflict set they get the documented
 # two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
-CHOICE_METHODS = {"cot_json", "choice_scoring", "csrag", "csrag_choices"}
+CHOICE_METHODS = {"cot_json", "cot_json_scored", "choice_scoring", "csrag", "csrag_choices",
+                  "csrag_json_scored"}
 FREE_FORM_METRICS = ("containment", "smart_em", "em")
 
 

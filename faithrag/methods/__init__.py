@@ -41,9 +41,12 @@ GENERATORS: dict[str, Factory] = {
     "closed_book": lambda llm, cfg, retriever: ClosedBook(llm,
                                                           max_tokens=cfg.generation.answer_tokens),
     "cot_json": lambda llm, cfg, retriever: CoTJSON(llm, max_tokens=cfg.generation.max_tokens),
+    "cot_json_scored": lambda llm, cfg, retriever: CoTJSON(llm, cfg.generation.max_tokens,
+                                                           scored=True),
     "choice_scoring": lambda llm, cfg, retriever: ChoiceScoring(llm),
     "csrag": lambda llm, cfg, retriever: _csrag(llm, cfg),
     "csrag_choices": lambda llm, cfg, retriever: _csrag(llm, cfg, "choices"),
+    "csrag_json_scored": lambda llm, cfg, retriever: _csrag(llm, cfg, "json_scored"),
     "cfrag": build_cfrag,
 }
 RERANKERS: dict[str, Factory] = {

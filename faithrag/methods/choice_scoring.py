@@ -35,8 +35,16 @@ def answer_by_scoring(llm: LLM, question: Question, passages: list[Passage], ste
     reserve = max(len(llm.tokenize(ANSWER_PREFIX + c)) for c in choices) + 8
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve, step)
     request = ChoiceRequest(fitted.messages, choices, ANSWER_PREFIX, bias, purpose="score_choices")
+    return pick_option(llm, request, step, variants)
+
+
+def pick_option(llm: LLM, request: ChoiceRequest, step: Step,
+                variants: Mapping[str, TokenBias | None] | None = None) -> Answer:
+    """The option of `request` with the highest log-probability under its bias, every named
+    variant bias scored alongside (recorded in `meta["variants"]`), the calls recorded on `step`."""
+    choices = request.choices
     variants = dict(variants or {})
-    every = score_choices_under(llm, request, [bias, *variants.values()])
+    every = score_choices_under(llm, request, [request.bias, *variants.values()])
     for scored in (s for s in every if not s.shared_pass):
         step.record_llm(request.purpose, scored.prompt_tokens, sum(scored.token_counts),
                         scored.seconds)

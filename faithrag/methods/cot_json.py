@@ -2,14 +2,22 @@
 "Reason" and "Answer", the Answer being exactly one of the options.
 
 Without a bias this is the fair "same-prompt" baseline for CSRAG; CSRAG itself reuses it with
-its enhanced context and token bias (`bias` argument)."""
+its enhanced context and token bias (`bias` argument).
+
+Scored variant (`answer_json_scored`, for small models that break the format): the reply is
+generated up to its "Answer" key, then the options are scored in the Answer slot, so every item
+gets an option and the model's own reasoning still precedes it."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from faithrag.errors import ConfigError
-from faithrag.llm.base import LLM, GenerationRequest, Message, TokenBias
+from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message, TokenBias
+from faithrag.methods.choice_scoring import pick_option
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, generate, render_passages
-from faithrag.methods.json_answer import parse_json_answer
+from faithrag.methods.json_answer import parse_json_answer, read_reason
 from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
 
 SYSTEM = ("You answer multiple-choice questions strictly according to the given context, even "
@@ -47,12 +55,42 @@ def answer_json(llm: LLM, question: Question, passages: list[Passage], step: Ste
                   reason=parsed.reason, raw=raw)
 
 
-class CoTJSON:
-    name = "cot_json"
+# the reply is cut where it names its Answer key, in the spellings small models use
+ANSWER_KEYS = ('"Answer"', "'Answer'", '"answer"')
 
-    def __init__(self, llm: LLM, max_tokens: int = 256):
+
+def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], step: Step,
+                       max_tokens: int, bias: TokenBias | None = None,
+                       variants: Mapping[str, TokenBias | None] | None = None) -> Answer:
+    """The CoT-JSON reply generated without bias up to its "Answer" key, then the options scored
+    after `{"Reason": <its reason>, "Answer": "` under `bias` (and each of `variants`).
+
+    The reason is re-serialised, so a reply cut by the token cap or written without a Reason
+    key still gets a well-formed slot; how it was read is in `meta["reason_status"]`."""
+    choices = tuple(question.choices or ())
+    reserve = max_tokens + max(len(llm.tokenize(c)) for c in choices) + 16
+    fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve,
+                 step)
+    request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_KEYS,
+                                purpose="reason")
+    raw = generate(llm, [request], step)[0].text
+    reason, status = read_reason(raw)
+    slot = '{"Reason": ' + json.dumps(reason, ensure_ascii=False) + ', "Answer": "'
+    answer = pick_option(llm, ChoiceRequest(fitted.messages, choices, slot, bias,
+                                            purpose="score_answer"), step, variants)
+    answer.reason, answer.raw = reason, raw
+    answer.meta["reason_status"] = status
+    return answer
+
+
+class CoTJSON:
+    """The CoT-JSON prompt without control; `scored` picks the Answer by scoring the options."""
+
+    def __init__(self, llm: LLM, max_tokens: int = 256, scored: bool = False):
         self.llm = llm
         self.max_tokens = max_tokens
+        self.scored = scored
+        self.name = "cot_json_scored" if scored else "cot_json"
 
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         if not question.choices:
@@ -60,7 +98,8 @@ class CoTJSON:
                               "Pass --choices, or use a multiple-choice dataset.")
         with trace.step("generate", self.name, question=question.text,
                         passages=[p.id for p in passages]) as step:
-            answer = answer_json(self.llm, question, passages, step, self.max_tokens)
+            answer = (answer_json_scored if self.scored else answer_json)(
+                self.llm, question, passages, step, self.max_tokens)
             step.outputs = {"answer": answer.text, "reason": answer.reason,
-                            "parse_status": answer.parse_status}
+                            "parse_status": answer.parse_status, **answer.meta}
             return answer

@@ -59,3 +59,34 @@ def parse_json_answer(text: str, choices: Sequence[str]) -> JsonAnswer:
     target = _norm(answer)
     hits = [i for i, c in enumerate(choices) if _norm(c) == target]
     return JsonAnswer(answer, reason, hits[0] if len(hits) == 1 else None)
+
+
+_REASON_KEY = re.compile(r"""["']?reason["']?\s*:\s*(["'])""", re.IGNORECASE)
+
+
+def read_reason(text: str) -> tuple[str, str]:
+    """The "Reason" of a reply that was stopped before its "Answer" key, and how it was read:
+    "complete" (its closing quote seen), "truncated" (the reply ended inside it) or "unlabelled"
+    (no Reason key: the whole reply, trimmed of braces and quotes, is the reason)."""
+    opened = _REASON_KEY.search(text)
+    if not opened:
+        return text.strip().strip("`{}\"' \n,"), "unlabelled"
+    quote, body = opened.group(1), text[opened.end():]
+    tail = re.sub(r"[\s,}]+$", "", body)
+    # the closing quote is the last one (unescaped quotes inside the reason are kept), and it
+    # is not escaped: an even number of backslashes before it
+    inner = tail[:-1]
+    if tail.endswith(quote) and (len(inner) - len(inner.rstrip("\\"))) % 2 == 0:
+        return _unescape(inner, quote), "complete"
+    return _unescape(body.rstrip(), quote).rstrip(), "truncated"
+
+
+def _unescape(inner: str, quote: str) -> str:
+    if quote == '"':
+        try:
+            value = json.JSONDecoder(strict=False).decode(f'"{inner}"')
+            if isinstance(value, str):
+                return value
+        except json.JSONDecodeError:
+            pass
+    return inner.replace("\\" + quote, quote)

@@ -1,3 +1,5 @@
+from functools import partial
+
 import pytest
 
 from faithrag.errors import ConfigError
@@ -23,6 +25,25 @@ def test_cot_json_failure_is_marked():
     assert answer.parse_status == "failed" and answer.choice_index is None
 
 
+def test_cot_json_scored_scores_the_options_after_the_model_s_reason():
+    llm = FakeLLM(default='{"Reason": "the gazette", "Answer": "Melbourne"}',
+                  choice_prior=lambda c: 0.0 if c == "Canberra" else -2.0)
+    trace = Trace()
+    answer = CoTJSON(llm, scored=True).generate(Q, P, trace)
+    reason_request, score_request = llm.calls
+    assert '"Answer"' in reason_request.stop and reason_request.bias is None
+    assert score_request.answer_prefix == '{"Reason": "the gazette", "Answer": "'
+    assert (answer.choice_index, answer.reason, answer.parse_status) == (1, "the gazette", "ok")
+    assert trace.steps[0].outputs["reason_status"] == "complete"
+
+
+def test_cot_json_scored_answers_even_when_the_reply_is_cut():
+    llm = FakeLLM(default='{"Reason": "' + "very long " * 100, choice_prior=len)
+    answer = CoTJSON(llm, max_tokens=32, scored=True).generate(Q, P, Trace())
+    assert answer.meta["reason_status"] == "truncated" and answer.text == "Canberra"
+    assert llm.calls[1].answer_prefix.endswith('very long", "Answer": "')
+
+
 def test_choice_scoring_picks_the_most_likely_option():
     llm = FakeLLM(choice_prior=lambda c: 0.0 if c == "Canberra" else -2.0)
     trace = Trace()
@@ -32,7 +53,7 @@ def test_choice_scoring_picks_the_most_likely_option():
     assert trace.steps[0].llm_calls[0].purpose == "score_choices"
 
 
-@pytest.mark.parametrize("method", [CoTJSON, ChoiceScoring])
+@pytest.mark.parametrize("method", [CoTJSON, ChoiceScoring, partial(CoTJSON, scored=True)])
 def test_need_choices(method):
     with pytest.raises(ConfigError):
         method(FakeLLM()).generate(Question("q?"), P, Trace())

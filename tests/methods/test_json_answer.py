@@ -3,7 +3,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faithrag.methods.json_answer import parse_json_answer
+from faithrag.methods.json_answer import parse_json_answer, read_reason
 
 CHOICES = ["Sydney", "Canberra", "New York City"]
 
@@ -36,3 +36,29 @@ def test_fuzz_roundtrip_inside_noise(choice, reason, before, after):
     payload = json.dumps({"Reason": reason, "Answer": choice})
     parsed = parse_json_answer(before.replace("{", "") + payload + after.replace("{", ""), CHOICES)
     assert parsed.choice_index == CHOICES.index(choice)
+
+
+def cut_at_answer(reply: str) -> str:
+    """What a generation stopped at the Answer key returns."""
+    return reply[: reply.index('"Answer"')]
+
+
+def test_reason_read_before_the_answer_key():
+    assert read_reason('{"Reason": "the gazette says so", ') == ("the gazette says so", "complete")
+    assert read_reason("```json\n{'Reason': 'it is \"Sydney\"',\n") == ('it is "Sydney"', "complete")
+    assert read_reason('{"Reason": "unescaped "Sydney" kept", }') == ('unescaped "Sydney" kept',
+                                                                       "complete")
+    assert read_reason('{"Reason": "cut by the token cap') == ("cut by the token cap", "truncated")
+    assert read_reason("The context says Sydney.") == ("The context says Sydney.", "unlabelled")
+
+
+@given(st.text(max_size=80), st.booleans())
+def test_fuzz_reason_roundtrip(reason, ascii_only):
+    reply = json.dumps({"Reason": reason, "Answer": "Sydney"}, ensure_ascii=ascii_only)
+    assert read_reason(cut_at_answer(reply)) == (reason, "complete")
+
+
+@given(st.text(max_size=200))
+def test_fuzz_reason_never_crashes(text):
+    reason, status = read_reason(text)
+    assert isinstance(reason, str) and status in {"complete", "truncated", "unlabelled"}

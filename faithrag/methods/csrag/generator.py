@@ -6,7 +6,9 @@
    tokens of the facts and T_c those of the enhanced context.
 
 The answer step is the paper's CoT-JSON prompt for multiple choice (or, in `choices` mode, the
-options scored with the same bias), and the plain short-answer prompt for free-form questions.
+options scored with the same bias; in `json_scored` mode, the JSON reply's Reason generated
+without the bias and the options scored in its Answer slot with it), and the plain short-answer
+prompt for free-form questions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from faithrag.config import CSRAGConfig
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.choice_scoring import answer_by_scoring
-from faithrag.methods.cot_json import answer_json
+from faithrag.methods.cot_json import answer_json, answer_json_scored
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.facts import extract_facts
 from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
@@ -67,10 +69,11 @@ class CSRAG:
         self.answer_tokens = answer_tokens
         self.paraphraser = paraphraser or Paraphraser(llm, self.config.paraphrase_tokens)
         self.facts_cache = facts_cache
-        if self.config.ablation_grid and self.config.answer_mode != "choices":
+        if self.config.ablation_grid and self.config.answer_mode == "json":
             raise ConfigError("csrag.ablation_grid needs choice-scored answers.",
-                              "Use --method csrag_choices: the cells are read off one forward "
-                              "pass there, whereas a JSON answer needs one decode per cell.")
+                              "Use --method csrag_choices or csrag_json_scored: the cells are "
+                              "read off one forward pass there, whereas a JSON answer needs one "
+                              "decode per cell.")
 
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         cfg = self.config
@@ -112,6 +115,8 @@ class CSRAG:
                 step.outputs["choice_probabilities"] = self._probe(question, context, bias, step)
             step.outputs.update({"answer": answer.text, "reason": answer.reason,
                                  "parse_status": answer.parse_status})
+            if "reason_status" in answer.meta:
+                step.outputs["reason_status"] = answer.meta["reason_status"]
         return answer
 
     def _ablation_biases(self, facts: str, context: list[Passage], parametric: set[int],
@@ -130,6 +135,9 @@ class CSRAG:
             return answer_plain(self.llm, question, context, step, self.answer_tokens, bias)
         if self.config.answer_mode == "choices":
             return answer_by_scoring(self.llm, question, context, step, bias, variants)
+        if self.config.answer_mode == "json_scored":
+            return answer_json_scored(self.llm, question, context, step, self.max_tokens, bias,
+                                      variants)
         return answer_json(self.llm, question, context, step, self.max_tokens, bias)
 
     def _probe(self, question: Question, context: list[Passage], bias: TokenBias,

@@ -109,6 +109,20 @@ def test_ablation_grid_is_refused_for_json_answers():
         CSRAG(FakeLLM(respond), CSRAGConfig(ablation_grid=True))
 
 
+def test_json_scored_reasons_without_the_bias_and_scores_the_answer_with_it():
+    prior = {"Canberra": 0.0, "Sydney": -1.5}
+    llm = FakeLLM(answering('{"Reason": "the gazette says so", "Answer": "Canberra"}'),
+                  choice_prior=prior.__getitem__)
+    answer, trace, llm = run(CSRAGConfig(answer_mode="json_scored", ablation_grid=True), llm=llm)
+    reason = next(c for c in llm.calls if getattr(c, "purpose", "") == "reason")
+    scoring = [c for c in llm.calls if isinstance(c, ChoiceRequest)]
+    assert reason.bias is None and "Since 2031" in reason.messages[-1].content
+    assert scoring[0].bias and scoring[0].answer_prefix.startswith('{"Reason": "the gazette')
+    assert (answer.text, answer.parse_status) == ("Sydney", "ok")
+    assert answer.meta["variants"]["a=0 b=0"]["choice_index"] == 1  # the model's own pick
+    assert trace.steps[-1].outputs["reason_status"] == "complete"
+
+
 def test_unparsable_json_is_a_counted_failure_never_an_option():
     llm = FakeLLM(answering("I think Sydney"))
     answer, trace, _ = run(llm=llm)
