@@ -5,7 +5,7 @@ break output formats."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, ChoiceRequest, Message, TokenBias, score_choices_under
@@ -39,10 +39,12 @@ def answer_by_scoring(llm: LLM, question: Question, passages: list[Passage], ste
 
 
 def pick_option(llm: LLM, request: ChoiceRequest, step: Step,
-                variants: Mapping[str, TokenBias | None] | None = None) -> Answer:
+                variants: Mapping[str, TokenBias | None] | None = None,
+                options: Sequence[str] | None = None) -> Answer:
     """The option of `request` with the highest log-probability under its bias, every named
-    variant bias scored alongside (recorded in `meta["variants"]`), the calls recorded on `step`."""
-    choices = request.choices
+    variant bias scored alongside (recorded in `meta["variants"]`), the calls recorded on `step`.
+    `options` names the choices in the answer when they were scored in another form."""
+    choices = tuple(options or request.choices)
     variants = dict(variants or {})
     every = score_choices_under(llm, request, [request.bias, *variants.values()])
     for scored in (s for s in every if not s.shared_pass):

@@ -65,8 +65,10 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     """The CoT-JSON reply generated without bias up to its "Answer" key, then the options scored
     after `{"Reason": <its reason>, "Answer": "` under `bias` (and each of `variants`).
 
-    The reason is re-serialised, so a reply cut by the token cap or written without a Reason
-    key still gets a well-formed slot; how it was read is in `meta["reason_status"]`."""
+    Each option is scored with its closing quote, so an option that is the start of another
+    ("Paris" and "Paris, Texas") does not win by being shorter. The reason is re-serialised, so a
+    reply cut by the token cap or written without a Reason key still gets a well-formed slot;
+    how it was read is in `meta["reason_status"]`."""
     choices = tuple(question.choices or ())
     reserve = max_tokens + max(len(llm.tokenize(c)) for c in choices) + 16
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve,
@@ -76,8 +78,9 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     raw = generate(llm, [request], step)[0].text
     reason, status = read_reason(raw)
     slot = '{"Reason": ' + json.dumps(reason, ensure_ascii=False) + ', "Answer": "'
-    answer = pick_option(llm, ChoiceRequest(fitted.messages, choices, slot, bias,
-                                            purpose="score_answer"), step, variants)
+    quoted = tuple(c + '"' for c in choices)
+    answer = pick_option(llm, ChoiceRequest(fitted.messages, quoted, slot, bias,
+                                            purpose="score_answer"), step, variants, choices)
     answer.reason, answer.raw = reason, raw
     answer.meta["reason_status"] = status
     return answer

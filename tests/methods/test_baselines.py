@@ -27,12 +27,14 @@ def test_cot_json_failure_is_marked():
 
 def test_cot_json_scored_scores_the_options_after_the_model_s_reason():
     llm = FakeLLM(default='{"Reason": "the gazette", "Answer": "Melbourne"}',
-                  choice_prior=lambda c: 0.0 if c == "Canberra" else -2.0)
+                  choice_prior=lambda c: 0.0 if c == 'Canberra"' else -2.0)
     trace = Trace()
     answer = CoTJSON(llm, scored=True).generate(Q, P, trace)
     reason_request, score_request = llm.calls
     assert '"Answer"' in reason_request.stop and reason_request.bias is None
     assert score_request.answer_prefix == '{"Reason": "the gazette", "Answer": "'
+    assert score_request.choices == ('Sydney"', 'Canberra"')
+    assert answer.text == "Canberra" and set(answer.meta["choice_probabilities"]) == set(Q.choices)
     assert (answer.choice_index, answer.reason, answer.parse_status) == (1, "the gazette", "ok")
     assert trace.steps[0].outputs["reason_status"] == "complete"
 
@@ -57,3 +59,15 @@ def test_choice_scoring_picks_the_most_likely_option():
 def test_need_choices(method):
     with pytest.raises(ConfigError):
         method(FakeLLM()).generate(Question("q?"), P, Trace())
+
+
+@pytest.mark.model
+def test_cot_json_scored_with_the_tiny_model(tiny_gguf):
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1)
+    answer = CoTJSON(llm, max_tokens=48, scored=True).generate(Q, P, Trace())
+    assert answer.text in Q.choices and answer.parse_status == "ok"
+    assert '"Answer"' not in answer.raw and answer.meta["reason_status"] in {
+        "complete", "truncated", "unlabelled"}
+    assert sum(answer.meta["choice_probabilities"].values()) == pytest.approx(1.0)

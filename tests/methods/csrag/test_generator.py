@@ -110,7 +110,7 @@ def test_ablation_grid_is_refused_for_json_answers():
 
 
 def test_json_scored_reasons_without_the_bias_and_scores_the_answer_with_it():
-    prior = {"Canberra": 0.0, "Sydney": -1.5}
+    prior = {'Canberra"': 0.0, 'Sydney"': -1.5}  # options are scored with their closing quote
     llm = FakeLLM(answering('{"Reason": "the gazette says so", "Answer": "Canberra"}'),
                   choice_prior=prior.__getitem__)
     answer, trace, llm = run(CSRAGConfig(answer_mode="json_scored", ablation_grid=True), llm=llm)
