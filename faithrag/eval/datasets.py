@@ -106,10 +106,6 @@ class QAItem:
     parametric_answer: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def is_multiple_choice(self) -> bool:
-        return self.choices is not None
-
     def passages(self) -> list[Passage]:
         """The item's own context as passages: a string context is one passage, a document list
         gives one passage per document (title kept). Ids are ``<item id>#c<i>`` and the source is

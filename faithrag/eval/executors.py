@@ -14,9 +14,10 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from faithrag.config import LLMConfig
@@ -64,11 +65,21 @@ def evaluate_items(make_evaluator: MakeEvaluator, items: Iterable[Any], llm: LLM
 
 def results_in_threads(make_evaluator: MakeEvaluator, llm: LLM, items: Iterable[Any],
                        workers: int = 1) -> Iterator[dict[str, Any]]:
+    """Items are handed out as workers free up, so when the caller stops (Ctrl-C, an error
+    while writing) only the items in flight finish; none of the rest is computed."""
     evaluate = make_evaluator(llm)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(evaluate, item) for item in items]
-        for future in as_completed(futures):
-            yield future.result()
+    waiting = iter(items)
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        running = {pool.submit(evaluate, item) for item in islice(waiting, max(1, workers))}
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                for item in islice(waiting, 1):
+                    running.add(pool.submit(evaluate, item))
+                yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def model_loader(config: LLMConfig, threads: int) -> Callable[[], LLM]:

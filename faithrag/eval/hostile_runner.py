@@ -118,7 +118,7 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
         item = items[record["id"]]
         targets = setting.targets(item)
         ok = bool(M.record_correct(record))
-        hit = _attack(record.get("prediction"), targets)
+        hit = record.get("parse_status") == "ok" and _attack(record.get("prediction"), targets)
         correct.append(ok)
         attacked.append(hit)
         extra = record.get("extra") or {}

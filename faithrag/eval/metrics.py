@@ -299,23 +299,6 @@ def attack_success(prediction: str, target_answer: str) -> bool:
     return smart_em(prediction, [target_answer])
 
 
-def multiple_choice_accuracy(predicted: Sequence[int | None], gold: Sequence[int]) -> float:
-    """Share of items whose predicted option index equals the gold index; None (a parse
-    failure) counts as wrong."""
-    if len(predicted) != len(gold):
-        raise ValueError(f"{len(predicted)} predictions for {len(gold)} gold indices")
-    if not gold:
-        raise ValueError("no items")
-    return sum(p is not None and p == g for p, g in zip(predicted, gold)) / len(gold)
-
-
-def parse_failure_rate(statuses: Sequence[str]) -> float:
-    """Share of items whose parse_status is "failed"."""
-    if not statuses:
-        raise ValueError("no items")
-    return sum(s == "failed" for s in statuses) / len(statuses)
-
-
 # ---------------------------------------------------------------- ranking
 
 def _dcg(gains: Iterable[int]) -> float:
@@ -476,7 +459,8 @@ def aggregate(records: Iterable[Mapping[str, Any]], confidence: float = 0.95,
         "failed_items": sum(r.get("parse_status") == "error" for r in records),
         "skipped_items": sum(r.get("parse_status") == "skipped" for r in records),
     }
-    out["parse_failure_rate"] = out["parse_failures"] / len(records) if records else None
+    answered = len(records) - out["skipped_items"]  # skipped items were never asked
+    out["parse_failure_rate"] = out["parse_failures"] / answered if answered else None
     for key in ("prompt_tokens", "completion_tokens", "seconds"):
         out[f"mean_{key}"] = _mean([float(r[key]) for r in records if _is_number(r.get(key))])
     out["total_seconds"] = sum(float(r["seconds"]) for r in records if _is_number(r.get("seconds")))

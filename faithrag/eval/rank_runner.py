@@ -203,7 +203,8 @@ def evaluate_item(item: RankItem, reranker: Reranker | None, label: str, dataset
                                         trace)
             prediction, status, choice_index = answer.text, answer.parse_status, answer.choice_index
             correct, answer_values = score_downstream(down, answer.text, answer.choice_index)
-            correct = correct and status == "ok"
+            if status != "ok":  # unread output answers nothing, whatever it contains
+                correct, answer_values = False, {name: 0 for name in answer_values}
             values.update(answer_values)
     except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
         return {**record, "prediction": None, "correct": None, "parse_status": "error",

@@ -523,17 +523,28 @@ def _plot_accuracy(runs: list[Run], aggregates: list[dict[str, Any]], path: Path
     return True
 
 
-def _plot_distractors(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
+def distractor_series(runs: list[Run], aggregates: list[dict[str, Any]]
+                      ) -> dict[str, dict[str, list[tuple[float, float, Sequence[float]]]]]:
+    """Per dataset, one line per pipeline, settings (an ablation's switch) and model: the
+    (injected distractors, accuracy, CI) of its runs."""
     points: dict[str, dict[str, list[tuple[float, float, Sequence[float]]]]] = {}
     for run, agg in zip(runs, aggregates):
         count = run.sweep.get("distractors")
         if not isinstance(count, (int, float)) or isinstance(count, bool) or not math.isfinite(
                 count) or agg["accuracy"] is None:
             continue
+        settings = _distinct_settings(run, [r for r in runs if r.dataset == run.dataset])
+        series = _pipeline_name(run) + (
+            f" [{', '.join(f'{k}={v}' for k, v in settings.items())}]" if settings else "")
         model = run.manifest.get("model")
-        series = f"{run.method} ({model})" if model else run.method
+        series += f" ({model})" if model else ""
         points.setdefault(run.dataset, {}).setdefault(series, []).append(
             (count, agg["accuracy"], agg["accuracy_ci"]))
+    return points
+
+
+def _plot_distractors(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
+    points = distractor_series(runs, aggregates)
     if not points:
         return False
     from matplotlib.ticker import MaxNLocator

@@ -153,12 +153,13 @@ def score_item(prepared: Prepared, prediction: str, choice_index: int | None,
 
 
 class ResultsFile:
-    """Append-only JSONL of finished items; repairs a line cut by a crash."""
+    """Append-only JSONL of finished items; repairs a line cut by a crash. An id's last record
+    is the one that counts."""
 
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.Lock()
-        self.records: list[dict[str, Any]] = []
+        self._by_id: dict[str, dict[str, Any]] = {}
         if path.exists():
             self._load()
 
@@ -171,14 +172,21 @@ class ResultsFile:
         for line in complete.splitlines():
             if line.strip():
                 try:
-                    self.records.append(json.loads(line))
+                    record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a corrupt line is re-run, not trusted
-        self.records = list({r["id"]: r for r in self.records if "id" in r}.values())
+                if isinstance(record, dict) and "id" in record:
+                    self._by_id[record["id"]] = record
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return list(self._by_id.values())
 
     @property
     def done(self) -> set[str]:
-        return {r["id"] for r in self.records}
+        """Ids not to run again: an item that ended in an error (a dead server, a crash in a
+        stage) is retried when the run resumes."""
+        return {i for i, r in self._by_id.items() if r.get("parse_status") != "error"}
 
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
@@ -187,7 +195,7 @@ class ResultsFile:
                 f.write(line)
                 f.flush()
                 os.fsync(f.fileno())
-            self.records.append(record)
+            self._by_id[record["id"]] = record
 
 
 _MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
@@ -213,6 +221,14 @@ def _with_defaults(old: Any, defaults: Any) -> Any:
     return {**defaults, **{k: _with_defaults(v, defaults.get(k)) for k, v in old.items()}}
 
 
+def _changes(key: str, old: Any, new: Any) -> list[str]:
+    """`key: old → new` for every leaf setting that differs (dotted keys inside dicts)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [change for k in sorted(set(old) | set(new), key=str)
+                for change in _changes(f"{key}.{k}", old.get(k), new.get(k))]
+    return [] if old == new else [f"{key}: {old!r} → {new!r}"]
+
+
 def _write_manifest(out: Path, manifest: dict[str, Any],
                     extra_keys: tuple[str, ...] = ()) -> None:
     """Write `out`'s manifest; a resume must match the old one on _MANIFEST_KEYS + extra_keys."""
@@ -220,14 +236,17 @@ def _write_manifest(out: Path, manifest: dict[str, Any],
     if path.exists():
         old = json.loads(path.read_text())
         old_filled = {**old, "config": _with_defaults(old.get("config"), Config().model_dump())}
-        changed = [k for k in _MANIFEST_KEYS + extra_keys
-                   if _comparable(old_filled, k) != _comparable(manifest, k)]
+        changed = [change for k in _MANIFEST_KEYS + extra_keys
+                   for change in _changes(k, _comparable(old_filled, k), _comparable(manifest, k))]
         if changed:
             raise ConfigError(
-                f"{out} holds a run with a different {', '.join(changed)}.",
+                f"{out} holds a run with different settings: {'; '.join(changed)}.",
                 "Use another --out directory, or delete this one to start over.")
+        versions = old.get("code_versions") or [old.get("code_version")]
+        if manifest["code_version"] != versions[-1]:
+            versions = [*versions, manifest["code_version"]]
         manifest = {**old, "limit": manifest["limit"], "resumed": old.get("resumed", 0) + 1,
-                    "code_version": manifest["code_version"]}
+                    "code_version": manifest["code_version"], "code_versions": versions}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=str))
     os.replace(tmp, path)
@@ -315,9 +334,19 @@ class QAItemEvaluator:
         self.injector = DistractorPool(dataset) if spec.sweep.get("distractors") else None
 
     def __call__(self, item: QAItem) -> dict[str, Any]:
-        spec, config = self.spec, self.config
         record: dict[str, Any] = {"id": item.id, "dataset": self.dataset.name,
-                                  "method": spec.method, "gold": item.answers, "error": None}
+                                  "method": self.spec.method, "gold": item.answers, "error": None}
+        start = time.perf_counter()
+        try:
+            return self._evaluate(item, record)
+        except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
+            return {**record, "prediction": None, "correct": None, "parse_status": "error",
+                    "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
+                    "completion_tokens": 0, "seconds": time.perf_counter() - start,
+                    "metrics": {}, "trace": {}, "extra": {}}
+
+    def _evaluate(self, item: QAItem, record: dict[str, Any]) -> dict[str, Any]:
+        spec, config = self.spec, self.config
         start = time.perf_counter()
         prepared = prepare(item, spec.method, spec.seed, spec.context_mode)
         if prepared is None:
@@ -327,27 +356,20 @@ class QAItemEvaluator:
                     "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0,
                     "metrics": {}, "trace": {}, "extra": {}}
         record["gold"] = prepared.item.answers
-        try:
-            passages = prepared.passages
-            injected = self.injector.select(prepared.item, spec.sweep["distractors"]) \
-                if self.injector else []
-            if passages is not None:
-                passages = passages + injected
-            if spec.context_mode == "item_retrieval":
-                item_retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
-                result = self.build_pipeline(config, self.llm, item_retriever).run(
-                    prepared.question)
-            else:
-                result = self.pipeline.run(prepared.question, passages)
-        except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
-            return {**record, "prediction": None, "correct": None, "parse_status": "error",
-                    "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
-                    "completion_tokens": 0, "seconds": time.perf_counter() - start,
-                    "metrics": {}, "trace": {}, "extra": {}}
+        passages = prepared.passages
+        injected = self.injector.select(prepared.item, spec.sweep["distractors"]) \
+            if self.injector else []
+        if passages is not None:
+            passages = passages + injected
+        if spec.context_mode == "item_retrieval":
+            item_retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
+            result = self.build_pipeline(config, self.llm, item_retriever).run(prepared.question)
+        else:
+            result = self.pipeline.run(prepared.question, passages)
         answer = result.answer
         correct, values = score_item(prepared, answer.text, answer.choice_index, spec.metric)
-        if answer.parse_status != "ok":
-            correct = False
+        if answer.parse_status != "ok":  # unread output answers nothing, whatever it contains
+            correct, values = False, {name: 0 for name in values}
         totals = result.trace.totals()
         return {**record,
                 "prediction": answer.text, "choice_index": answer.choice_index,

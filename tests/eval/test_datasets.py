@@ -57,7 +57,7 @@ def test_list_and_load_typed_items(root: Path) -> None:
     assert ds.kind == "qa" and len(ds) == 2 and ds.errors == []
     assert ds.sha256 == hashlib.sha256((root / "qa_set" / "dev.jsonl").read_bytes()).hexdigest()
     mc, docs = ds.items
-    assert isinstance(mc, QAItem) and mc.is_multiple_choice
+    assert isinstance(mc, QAItem) and mc.choices is not None
     assert (mc.choices, mc.answer_idx, mc.answers, mc.meta) == (["a", "b", "c"], 1,
                                                                  ["b", "bee"], {"k": 1})
     assert isinstance(docs.context, list) and isinstance(docs.context[1], ContextDoc)

@@ -122,3 +122,20 @@ def test_a_real_model_on_a_ray_actor_answers_as_in_process(ray_cluster, tiny_ggu
     assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
     assert all(prediction for prediction, _ in outcomes(tmp_path / "ray").values())
 
+
+
+def test_threads_hand_out_items_as_workers_free_up_and_stop_with_the_caller():
+    started = []
+
+    def make_evaluator(llm):
+        def evaluate(item):
+            started.append(item)
+            return {"id": item}
+        return evaluate
+
+    results = executors.results_in_threads(make_evaluator, FakeLLM(), range(100), workers=2)
+    first = next(results)
+    results.close()  # the caller stops, as on Ctrl-C or a failed write
+    assert first["id"] in started and len(started) <= 3
+    every = executors.results_in_threads(make_evaluator, FakeLLM(), range(10), workers=3)
+    assert sorted(r["id"] for r in every) == list(range(10))

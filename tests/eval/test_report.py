@@ -7,8 +7,8 @@ import pytest
 
 from faithrag.cli import main
 from faithrag.errors import DataError
-from faithrag.eval.metrics import mcnemar_exact_p, wilson_interval
-from faithrag.eval.report import find_run_dirs, load_run, report
+from faithrag.eval.metrics import aggregate, mcnemar_exact_p, wilson_interval
+from faithrag.eval.report import Run, distractor_series, find_run_dirs, load_run, report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -164,6 +164,21 @@ def test_labels_name_the_ablation_switch(tmp_path: Path) -> None:
     files = report(runs, tmp_path / "out")
     labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
     assert labels == ["cfrag", "cfrag [cfrag.causal_scoring=False]"]
+
+
+def test_each_ablation_is_its_own_line_in_the_distractor_plot(tmp_path: Path) -> None:
+    def cfrag(name: str, count: int, config: dict) -> Run:
+        run = make_run(tmp_path, name, "p", "cfrag", [record("x", True)],
+                       sweep={"distractors": count})
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["config"] = {"cfrag": config}
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        return load_run(run)
+    runs = [cfrag("d0", 0, {}), cfrag("d16", 16, {}),
+            cfrag("no_causal", 16, {"causal_scoring": False})]
+    series = distractor_series(runs, [aggregate(r.records) for r in runs])["p"]
+    assert {name: [p[0] for p in pts] for name, pts in series.items()} == {
+        "cfrag (tiny)": [0, 16], "cfrag [cfrag.causal_scoring=False] (tiny)": [16]}
 
 
 def test_bad_run_directories(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
+from faithrag.types import Answer
 
 
 def build(config, llm, retriever):
@@ -67,9 +68,63 @@ def test_rerun_with_other_settings_is_refused(tmp_path):
     config = Config.load(None, {"llm.backend": "fake"})
     run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(), build,
              progress=False)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="seed: 0 → 7"):
         run_eval(EvalSpec("set", file=str(data), seed=7), config, tmp_path / "run", FakeLLM(),
                  build, progress=False)
+    other = Config.load(None, {"llm.backend": "fake", "generation.answer_tokens": 7})
+    with pytest.raises(ConfigError, match=r"config\.generation\.answer_tokens: \d+ → 7"):
+        run_eval(EvalSpec("set", file=str(data)), other, tmp_path / "run", FakeLLM(), build,
+                 progress=False)
+
+
+def test_items_that_errored_are_retried_on_resume_and_counted_once(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    config = Config.load(None, {"llm.backend": "fake"})
+
+    def server_down_for_item_1(request):
+        if "item 1" in request.messages[-1].content:
+            raise ConnectionError("server unreachable")
+        return "Sydney"
+
+    first = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run",
+                     FakeLLM(server_down_for_item_1), build, progress=False)
+    assert (first["failed_items"], first["correct"]) == (1, 2)
+    llm = FakeLLM(default="Sydney")
+    second = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", llm, build,
+                      progress=False)
+    assert (second["n"], second["failed_items"], second["correct"]) == (3, 0, 3)
+    assert len(llm.calls) == 1  # only the failed item ran again
+    assert len(ResultsFile(tmp_path / "run/results.jsonl").records) == 3
+
+
+def test_code_versions_of_a_resumed_run_are_kept(tmp_path, monkeypatch):
+    from faithrag.eval import runner
+
+    data = write_set(tmp_path / "set.jsonl", n=2)
+    config = Config.load(None, {"llm.backend": "fake"})
+    for version, limit in (("0.1+gaaa", 1), ("0.1+gaaa", 1), ("0.1+gbbb", 2)):
+        monkeypatch.setattr(runner, "code_version", lambda v=version: v)
+        run_eval(EvalSpec("set", file=str(data), limit=limit), config, tmp_path / "run",
+                 FakeLLM(), build, progress=False)
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    assert manifest["code_versions"] == ["0.1+gaaa", "0.1+gbbb"]
+    assert manifest["code_version"] == "0.1+gbbb"
+
+
+def test_unparsed_output_scores_zero_on_every_metric(tmp_path):
+    class Unreadable:  # a free-form generator whose output could not be read
+        name = "unreadable"
+
+        def generate(self, question, passages, trace):
+            return Answer(text="Sydney or Canberra", parse_status="failed")
+
+    data = write_set(tmp_path / "set.jsonl", n=1)
+    run_eval(EvalSpec("set", file=str(data)), Config.load(None, {"llm.backend": "fake"}),
+             tmp_path / "run", FakeLLM(), lambda config, llm, retriever: Pipeline(Unreadable()),
+             progress=False)
+    record = ResultsFile(tmp_path / "run/results.jsonl").records[0]
+    assert record["parse_status"] == "failed" and record["correct"] is False
+    assert record["metrics"] and not any(record["metrics"].values())
 
 
 def test_resume_with_other_thread_count_is_allowed(tmp_path):
@@ -198,3 +253,16 @@ def test_golden_mode_asks_the_non_conflicting_version(tmp_path):
     assert records["k::0"]["gold"] == ["Canberra"] and records["k::0"]["correct"]
     assert records["k::2"]["parse_status"] == "skipped"
     assert "The capital is Canberra." in llm.calls[0].messages[-1].content
+
+
+def test_an_item_that_breaks_scoring_is_recorded_and_the_run_goes_on(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    lines = data.read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["meta"] = {"target_incorrect_answer": 5}  # not a string nor a list of them
+    data.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
+    summary = run_eval(EvalSpec("set", file=str(data)), Config.load(None, {"llm.backend": "fake"}),
+                       tmp_path / "run", FakeLLM(default="Sydney"), build, progress=False)
+    records = {r["id"]: r for r in ResultsFile(tmp_path / "run/results.jsonl").records}
+    assert (summary["n"], summary["failed_items"]) == (3, 1)
+    assert records["t::1"]["parse_status"] == "error" and "TypeError" in records["t::1"]["error"]
