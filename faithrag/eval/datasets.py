@@ -408,10 +408,17 @@ def _rank_item(obj: dict, name: str) -> RankItem:
 
 
 def _context(value: Any) -> str | list[ContextDoc] | None:
-    if value is None or isinstance(value, str):
+    """The item's context; null means none, and an empty one is refused as a likely mistake."""
+    if value is None:
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            raise _Invalid("context is empty (use null for an item without context)")
         return value
     if not isinstance(value, list):
         raise _Invalid(f"context must be null, a string or a list, got {type(value).__name__}")
+    if not value:
+        raise _Invalid("context is an empty list (use null for an item without context)")
     docs = []
     for i, raw in enumerate(value):
         where = f"context[{i}]"
@@ -420,6 +427,8 @@ def _context(value: Any) -> str | list[ContextDoc] | None:
         if "text" not in raw:
             raise _Invalid(f"{where} lacks 'text'")
         _check_field_types(raw, _DOC_FIELDS, where)
+        if not str(raw["text"]).strip():
+            raise _Invalid(f"{where} has an empty 'text'")
         docs.append(ContextDoc(
             **{k: raw[k] for k in _DOC_FIELDS if k in raw},
             meta={k: v for k, v in raw.items() if k not in _DOC_FIELDS}))

@@ -139,6 +139,9 @@ BAD_LINES = [
     ({**QA_DOCS, "id": "b13", "answer_idx": 0}, "without choices"),
     ({**QA_MC, "id": 7}, "id must be a string"),
     ({**QA_MC, "id": "b14", "meta": []}, "meta must be"),
+    ({**QA_MC, "id": "b15", "context": " \n"}, "context is empty"),
+    ({**QA_DOCS, "id": "b16", "context": []}, "empty list"),
+    ({**QA_DOCS, "id": "b17", "context": [{"text": "  "}]}, "empty 'text'"),
     (QA_MC, "duplicate id"),
     (RANK, "unknown key"),  # a ranking line in a QA file
 ]
