@@ -51,11 +51,11 @@ fi
 
 if [[ $PART == golden || $PART == all ]]; then  # KRE golden contexts: no conflict
   for set in $GOLDEN; do
-    for method in cot_json csrag; do
-      # shellcheck disable=SC2086
-      run "$OUT/golden/$set-$method" --dataset "$set" --context golden --method "$method" \
-        --limit "$N" $CSRAG_ARGS
-    done
+    run "$OUT/golden/$set-cot_json" --dataset "$set" --context golden --method cot_json \
+      --limit "$N"
+    # shellcheck disable=SC2086
+    run "$OUT/golden/$set-csrag" --dataset "$set" --context golden --method csrag --limit "$N" \
+      $CSRAG_ARGS
   done
 fi
 
