@@ -5,6 +5,9 @@ in, so "0:20" is the first 20 items whatever order the records were written in.
 
     python benchmarks/paired_slices.py results/cfrag/extracted/hotpotqa_distractor-cfrag-d16 \
       results/cfrag/main/hotpotqa_distractor-vanilla-d16 0:20 20:100 0:100
+
+A run written `DIR@CELL` stands for one ablation cell of a run made with
+`csrag.ablation_grid` (e.g. `runs/x@a=0 b=0`: that cell's pick, from the same forward pass).
 """
 
 from __future__ import annotations
@@ -16,10 +19,22 @@ from faithrag.eval.metrics import paired_difference, record_correct, wilson_inte
 from faithrag.eval.report import load_run
 
 
-def scored(run_dir: str) -> tuple[str, dict[str, bool]]:
+def scored(run_arg: str) -> tuple[str, dict[str, bool]]:
+    run_dir, _, cell = run_arg.partition("@")
     run = load_run(run_dir)
-    return run.dataset, {r["id"]: c for r in run.records
-                         if (c := record_correct(r)) is not None}
+    if not cell:
+        return run.dataset, {r["id"]: c for r in run.records
+                             if (c := record_correct(r)) is not None}
+    outcomes = {}
+    for r in run.records:
+        if r.get("parse_status") == "skipped":
+            continue
+        variants = (r.get("extra") or {}).get("variants") or {}
+        if variants and cell not in variants:
+            raise SystemExit(f"{run_dir} has no cell {cell!r}; it has {', '.join(variants)}")
+        # an item that failed before its options were scored counts as wrong, as in csrag_grid
+        outcomes[r["id"]] = bool(variants) and variants[cell]["choice_index"] == r["gold_index"]
+    return run.dataset, outcomes
 
 
 def parse_slice(text: str) -> slice:
