@@ -175,6 +175,13 @@ def user_prompt(content: str, system: str | None = None) -> tuple[Message, ...]:
     return tuple(msgs)
 
 
+def model_identity(llm: LLM) -> str:
+    """`Backend:model`, the same for a model and for replicas of it: what caches of model
+    outputs are keyed on, so that a run on two copies reuses what a run on one wrote."""
+    copies = getattr(llm, "copies", None)
+    return f"{type(copies[0] if copies else llm).__name__}:{llm.name}"
+
+
 def score_choices_under(llm: LLM, request: ChoiceRequest,
                         biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
     """`request`'s choices scored under each of `biases` (its own `bias` is ignored).

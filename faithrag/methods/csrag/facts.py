@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.base import LLM, GenerationRequest, Message, model_identity
 from faithrag.methods.common import generate
 from faithrag.methods.csrag.cache import JsonCache, cache_key
 from faithrag.types import Question, Step
@@ -61,7 +61,7 @@ def extract_facts(llm: LLM, question: Question, step: Step, max_tokens: int,
                   cache: JsonCache | None = None) -> Facts:
     """The model's facts about the question; at temperature 0 the same question always gets the
     same list, so it may be cached (keyed by model, prompt version, question and token cap)."""
-    key = cache_key(f"{type(llm).__name__}:{llm.name}", PROMPT_VERSION, max_tokens,
+    key = cache_key(model_identity(llm), PROMPT_VERSION, max_tokens,
                     question.text.strip())
     entry = cache.get(key) if cache else None
     if entry is not None and isinstance(entry.get("raw"), str):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.base import LLM, GenerationRequest, Message, model_identity
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
 from faithrag.methods.csrag.cache import JsonCache, cache_key
 from faithrag.types import Passage, Step
@@ -72,7 +72,7 @@ class Paraphraser:
         self.llm = llm
         self.max_tokens = max_tokens
         self.cache = cache
-        self.model = f"{type(llm).__name__}:{llm.name}"
+        self.model = model_identity(llm)
 
     def _requests(self, passage: Passage, step: Step) -> list[GenerationRequest]:
         """One request per style; none when the passage leaves no room for a rewrite."""

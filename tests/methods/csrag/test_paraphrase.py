@@ -2,6 +2,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faithrag.llm.fake import FakeLLM
+from faithrag.llm.replicas import Replicas
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.paraphrase import (
     Paraphraser,
@@ -114,3 +115,14 @@ def test_truncated_output_is_flagged():
     with trace.step("p", "csrag") as step:
         out = Paraphraser(llm, 80).paraphrase([Passage("a", "short text")], step)
     assert out[0].truncated
+
+
+def test_replicas_of_a_model_share_its_cache(tmp_path):
+    cache = JsonCache(tmp_path)
+    passage = [Passage("a", "Sydney is the capital.")]
+    trace = Trace()
+    with trace.step("p", "csrag") as step:
+        first = Paraphraser(FakeLLM(by_style), 512, cache).paraphrase(passage, step)
+        copies = Replicas([FakeLLM(default="[PARAPHRASE]: never asked") for _ in range(2)])
+        again = Paraphraser(copies, 512, cache).paraphrase(passage, step)
+    assert again[0].cached and again[0].texts == first[0].texts
