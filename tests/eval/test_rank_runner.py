@@ -38,7 +38,7 @@ def write_data(root):
              "relevance": 2, "role": "reference"},
             {"pid": f"{item_id}#p3", "text": "Rivers flow to the sea.", "relevance": 0,
              "role": "distractor"}]})
-        qa.append({"id": item_id, "question": question, "context": "", "answer": contrary,
+        qa.append({"id": item_id, "question": question, "context": None, "answer": contrary,
                    "choices": [gold, contrary, "2000"], "answer_idx": 1,
                    "parametric_answer": gold})
     for name, rows in (("toyrank", rank), ("toyqa", qa)):
