@@ -9,7 +9,7 @@ step, on every backend: as one dense vector (llama.cpp, transformers) or as `log
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -194,3 +194,20 @@ def score_choices_under(llm: LLM, request: ChoiceRequest,
     if shared is not None:
         return shared(request, biases)
     return [llm.score_choices(replace(request, bias=b)) for b in biases]
+
+
+def generate_then_score(llm: LLM, request: GenerationRequest,
+                        follow_up: Callable[[Completion], ChoiceRequest],
+                        biases: Sequence[TokenBias | None]) -> tuple[Completion, list[ChoiceScores]]:
+    """`request` generated, then the choices of `follow_up(completion)` scored under each of
+    `biases`: for a reply whose last part is picked by scoring, the slot built from what the
+    model wrote.
+
+    A backend with a `generate_then_score` method does both in one call and scores from the
+    generation's cache, so the prompt and the reply that the slot repeats are not read twice;
+    any other backend gets `generate`, then `score_choices_under`."""
+    own = getattr(llm, "generate_then_score", None)
+    if own is not None:
+        return own(request, follow_up, biases)
+    completion = llm.generate([request])[0]
+    return completion, score_choices_under(llm, follow_up(completion), biases)

@@ -28,7 +28,8 @@ how a sequence was split into batches (a prompt evaluated in one batch vs. as a 
 plus a tail differs by 0.3-0.8 in the last position's logits, measured on all three presets), so
 reusing a cache across calls would make a request's answer depend on what ran before it. This
 way a call's results are a function of its arguments: reruns and resumed runs reproduce them
-exactly.
+exactly. `generate_then_score` is one such call: it scores a slot built from its own reply from
+the cache the reply left, instead of reading the prompt again.
 
 With `prefix_cache=True` the leading messages a request marks as recurring (`cache_prefix`:
 system prompt, few-shot turns) are kept between calls, without giving that up: such a prefix is
@@ -54,7 +55,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -370,6 +371,32 @@ class LlamaCppLLM:
         every choice token are computed once and each bias is added to a copy. The result for
         a bias is identical to `score_choices` with it (same batches, same rows); the others
         are marked `shared_pass`."""
+        with self._lock:
+            self._truncate(0)
+            return self._score_under(request, biases)
+
+    def generate_then_score(self, request: GenerationRequest,
+                            follow_up: Callable[[Completion], ChoiceRequest],
+                            biases: Sequence[TokenBias | None]
+                            ) -> tuple[Completion, list[ChoiceScores]]:
+        """`request` generated from an empty cache, then `follow_up(completion)` scored under
+        each bias from the cache the generation left: the common token prefix (usually the
+        prompt and most of the reply) is not evaluated again. Still a function of the arguments,
+        but the scores differ slightly from a separate `score_choices_under` call, whose prompt
+        is evaluated in one batch rather than as a prompt plus one token at a time (see the
+        module docstring)."""
+        ids = self._encode_chat(request.messages)
+        self._check_fits(len(ids) + request.max_tokens,
+                         f"prompt ({len(ids)} tokens) + max_tokens ({request.max_tokens})")
+        recurring = self._recurring_tokens(request, ids)
+        with self._lock:
+            self._truncate(0)
+            completion = self._generate_one(request, ids, recurring)
+            return completion, self._score_under(follow_up(completion), biases)
+
+    def _score_under(self, request: ChoiceRequest,
+                     biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
+        """The choices scored under each bias, re-using the cached common prefix."""
         start = time.perf_counter()
         split = split_choices(self._encode_chat, request)
         base, fulls, owns, shared = split.base, split.fulls, split.owns, split.shared
@@ -378,23 +405,21 @@ class LlamaCppLLM:
         dense = [DenseBias(b, self._n_vocab) for b in biases]
 
         logprobs: list[list[float]] = [[] for _ in biases]
-        with self._lock:
-            self._truncate(0)
-            self._prefill(base[:shared])
-            first_row = self._last_logits().copy()
-            for full, own in zip(fulls, owns):
-                targets = full[own:]
-                if not targets:
-                    for lps in logprobs:
-                        lps.append(0.0)
-                    continue
-                self._truncate(shared)  # drop the previous choice's tokens
-                rows = self._extend(full[shared:-1], all_logits=True) if len(full) - 1 > shared \
-                    else np.empty((0, self._n_vocab), dtype=np.float32)
-                # row for predicting position t is first_row if t == shared else rows[t-shared-1]
-                rows = np.vstack([first_row[None, :], rows])[own - shared:]
-                for lps, bias in zip(logprobs, dense):
-                    lps.append(float(_log_softmax_at(bias(None, rows.copy()), targets).sum()))
+        self._prefill(base[:shared])
+        first_row = self._last_logits().copy()
+        for full, own in zip(fulls, owns):
+            targets = full[own:]
+            if not targets:
+                for lps in logprobs:
+                    lps.append(0.0)
+                continue
+            self._truncate(shared)  # drop the previous choice's tokens
+            rows = self._extend(full[shared:-1], all_logits=True) if len(full) - 1 > shared \
+                else np.empty((0, self._n_vocab), dtype=np.float32)
+            # row for predicting position t is first_row if t == shared else rows[t-shared-1]
+            rows = np.vstack([first_row[None, :], rows])[own - shared:]
+            for lps, bias in zip(logprobs, dense):
+                lps.append(float(_log_softmax_at(bias(None, rows.copy()), targets).sum()))
         seconds = time.perf_counter() - start
         counts = [len(full) - own for full, own in zip(fulls, owns)]
         return [ChoiceScores(choices=tuple(request.choices), logprobs=lps, token_counts=counts,

@@ -10,7 +10,7 @@ each copy), so its result does not depend on which copy served it."""
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from faithrag.llm.base import (
@@ -21,6 +21,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
     TokenBias,
+    generate_then_score,
     score_choices_under,
 )
 
@@ -76,6 +77,13 @@ class Replicas:
                             biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
         with self._borrow() as copy:
             return score_choices_under(copy, request, biases)
+
+    def generate_then_score(self, request: GenerationRequest,
+                            follow_up: Callable[[Completion], ChoiceRequest],
+                            biases: Sequence[TokenBias | None]
+                            ) -> tuple[Completion, list[ChoiceScores]]:
+        with self._borrow() as copy:  # one copy for both, so its cache carries over
+            return generate_then_score(copy, request, follow_up, biases)
 
     def close(self) -> None:
         for copy in self.copies:

@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from faithrag.errors import ConfigError
-from faithrag.llm.base import LLM, ChoiceRequest, Message, TokenBias, score_choices_under
+from faithrag.llm.base import (
+    LLM,
+    ChoiceRequest,
+    ChoiceScores,
+    Message,
+    TokenBias,
+    score_choices_under,
+)
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, render_choices, render_passages
 from faithrag.types import Answer, Passage, Question, Step, Trace
 
@@ -44,12 +51,17 @@ def pick_option(llm: LLM, request: ChoiceRequest, step: Step,
     """The option of `request` with the highest log-probability under its bias, every named
     variant bias scored alongside (recorded in `meta["variants"]`), the calls recorded on `step`.
     `options` names the choices in the answer when they were scored in another form."""
-    choices = tuple(options or request.choices)
     variants = dict(variants or {})
     every = score_choices_under(llm, request, [request.bias, *variants.values()])
+    return picked_option(request.purpose, options or request.choices, every, step, variants)
+
+
+def picked_option(purpose: str, choices: Sequence[str], every: Sequence[ChoiceScores],
+                  step: Step, variants: Mapping[str, TokenBias | None]) -> Answer:
+    """`pick_option`'s answer from scores already computed: `every[0]` under the request's
+    bias, then one per variant in order."""
     for scored in (s for s in every if not s.shared_pass):
-        step.record_llm(request.purpose, scored.prompt_tokens, sum(scored.token_counts),
-                        scored.seconds)
+        step.record_llm(purpose, scored.prompt_tokens, sum(scored.token_counts), scored.seconds)
     scores = every[0]
     meta: dict[str, object] = {"choice_probabilities": dict(zip(choices, scores.probabilities()))}
     if variants:

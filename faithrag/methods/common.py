@@ -41,11 +41,15 @@ def fit(llm: LLM, render: Render, passages: Sequence[Passage], reserve: int,
 def generate(llm: LLM, requests: Sequence[GenerationRequest], step: Step) -> list[Completion]:
     """One (batched) generation call, recorded on the step."""
     completions = llm.generate(list(requests))
-    for request, c in zip(requests, completions):
-        step.record_llm(request.purpose or step.name, c.prompt_tokens, c.completion_tokens,
-                        c.seconds, c.cached)
-        step.warnings.extend(c.warnings)
+    for request, completion in zip(requests, completions):
+        record_completion(step, request, completion)
     return completions
+
+
+def record_completion(step: Step, request: GenerationRequest, completion: Completion) -> None:
+    step.record_llm(request.purpose or step.name, completion.prompt_tokens,
+                    completion.completion_tokens, completion.seconds, completion.cached)
+    step.warnings.extend(completion.warnings)
 
 
 def _norm(text: str) -> str:

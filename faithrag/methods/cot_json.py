@@ -14,9 +14,23 @@ import json
 from collections.abc import Mapping
 
 from faithrag.errors import ConfigError
-from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message, TokenBias
-from faithrag.methods.choice_scoring import pick_option
-from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, generate, render_passages
+from faithrag.llm.base import (
+    LLM,
+    ChoiceRequest,
+    Completion,
+    GenerationRequest,
+    Message,
+    TokenBias,
+    generate_then_score,
+)
+from faithrag.methods.choice_scoring import picked_option
+from faithrag.methods.common import (
+    DATA_NOT_INSTRUCTIONS,
+    fit,
+    generate,
+    record_completion,
+    render_passages,
+)
 from faithrag.methods.json_answer import parse_json_answer, read_reason
 from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
 
@@ -68,21 +82,27 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     Each option is scored with its closing quote, so an option that is the start of another
     ("Paris" and "Paris, Texas") does not win by being shorter. The reason is re-serialised, so a
     reply cut by the token cap or written without a Reason key still gets a well-formed slot;
-    how it was read is in `meta["reason_status"]`."""
+    how it was read is in `meta["reason_status"]`. Generation and scoring are one backend call
+    (`generate_then_score`): llama.cpp scores from the cache the reply left."""
     choices = tuple(question.choices or ())
     reserve = max_tokens + max(len(llm.tokenize(c)) for c in choices) + 16
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve,
                  step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_KEYS,
                                 purpose="reason")
-    raw = generate(llm, [request], step)[0].text
-    reason, status = read_reason(raw)
-    slot = '{"Reason": ' + json.dumps(reason, ensure_ascii=False) + ', "Answer": "'
     quoted = tuple(c + '"' for c in choices)
-    answer = pick_option(llm, ChoiceRequest(fitted.messages, quoted, slot, bias,
-                                            purpose="score_answer"), step, variants, choices)
-    answer.reason, answer.raw = reason, raw
-    answer.meta["reason_status"] = status
+
+    def slot(completion: Completion) -> ChoiceRequest:
+        reason = json.dumps(read_reason(completion.text)[0], ensure_ascii=False)
+        return ChoiceRequest(fitted.messages, quoted, '{"Reason": ' + reason + ', "Answer": "',
+                             bias, purpose="score_answer")
+
+    variants = dict(variants or {})
+    completion, every = generate_then_score(llm, request, slot, [bias, *variants.values()])
+    record_completion(step, request, completion)
+    answer = picked_option("score_answer", choices, every, step, variants)
+    answer.reason, answer.meta["reason_status"] = read_reason(completion.text)
+    answer.raw = completion.text
     return answer
 
 

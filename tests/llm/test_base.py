@@ -2,7 +2,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faithrag.llm.base import ChoiceScores, TokenBias
+from faithrag.llm.base import (
+    ChoiceRequest,
+    ChoiceScores,
+    GenerationRequest,
+    TokenBias,
+    generate_then_score,
+    user_prompt,
+)
+from faithrag.llm.fake import FakeLLM
 
 
 def test_from_sets_sums_overlapping_weights_and_drops_zero():
@@ -28,3 +36,19 @@ def test_choice_probabilities_renormalise():
     scores = ChoiceScores(("a", "b"), [np.log(0.2), np.log(0.6)], [1, 1], 5, 0.0)
     assert scores.best == 1
     assert np.allclose(scores.probabilities(), [0.25, 0.75])
+
+
+def test_generate_then_score_on_a_backend_without_it_generates_then_scores_the_follow_up():
+    llm = FakeLLM(default="the reply", choice_prior=len)
+    seen = []
+
+    def follow_up(completion):
+        seen.append(completion.text)
+        return ChoiceRequest(user_prompt("pick"), ("a", "bbb"), answer_prefix=completion.text)
+
+    completion, scores = generate_then_score(
+        llm, GenerationRequest(user_prompt("hi")), follow_up,
+        [None, TokenBias.from_mapping({ord("a"): 10.0})])
+    assert completion.text == "the reply" and seen == ["the reply"]
+    assert [s.best for s in scores] == [1, 0]
+    assert llm.calls[-1].answer_prefix == "the reply"

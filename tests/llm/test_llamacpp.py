@@ -164,6 +164,34 @@ def test_scoring_under_several_biases_equals_one_call_per_bias(llm):
 
 
 @pytest.mark.model
+def test_generate_then_score_scores_from_the_replys_cache(llm, monkeypatch):
+    request = GenerationRequest(QUESTION, max_tokens=12)
+    choices = (" Paris", " Berlin, in Germany")
+
+    def slot(completion):
+        return ChoiceRequest(QUESTION, choices, answer_prefix=completion.text + " So:")
+
+    biases = [None, TokenBias.from_sets([(8.0, llm.tokenize(" Berlin"))])]
+    evaluated = []
+    extend = llm._extend
+    monkeypatch.setattr(llm, "_extend", lambda tokens, all_logits=False:
+                        evaluated.append(len(tokens)) or extend(tokens, all_logits))
+    completion, together = llm.generate_then_score(request, slot, biases)
+    combined = sum(evaluated)
+    evaluated.clear()
+    [alone] = llm.generate([request])
+    separate = score_choices_under(llm, slot(alone), biases)
+    prompt = len(llm._encode_chat(QUESTION))
+    assert completion.text == alone.text  # the generation itself is unchanged
+    assert combined <= sum(evaluated) - prompt + 1  # the prompt was not read again
+    for mine, theirs in zip(together, separate):  # same picks; logits differ by batch rounding
+        assert mine.best == theirs.best
+        assert mine.logprobs == pytest.approx(theirs.logprobs, abs=0.5)
+    again = llm.generate_then_score(request, slot, biases)[1]
+    assert [s.logprobs for s in again] == [s.logprobs for s in together]  # reproducible
+
+
+@pytest.mark.model
 def test_choice_tokenized_with_its_prefix(llm):
     # "Answer: " ends in a space that the choice's first token absorbs (" Paris")
     scores = llm.score_choices(ChoiceRequest(QUESTION, ("Paris",), answer_prefix="Answer: "))

@@ -9,7 +9,13 @@ import pytest
 
 from faithrag.config import LLMConfig
 from faithrag.llm import load_llm
-from faithrag.llm.base import ChoiceRequest, GenerationRequest, TokenBias, user_prompt
+from faithrag.llm.base import (
+    ChoiceRequest,
+    GenerationRequest,
+    TokenBias,
+    generate_then_score,
+    user_prompt,
+)
 from faithrag.llm.fake import FakeLLM
 from faithrag.llm.replicas import Replicas
 
@@ -83,6 +89,16 @@ def test_choice_scoring_and_tokenizer_go_through():
     assert [s.best for s in biased] == [1, 0]
     assert llm.name == "fake" and llm.context_window == 4096
     assert llm.detokenize(llm.tokenize("héllo")) == "héllo"
+
+
+def test_generate_then_score_runs_both_parts_on_one_copy():
+    copies = [FakeLLM(default="ok", choice_prior=len) for _ in range(2)]
+    llm = Replicas(copies)
+    with llm._borrow():  # the first copy is busy: the call must stay on the second
+        completion, [scores] = generate_then_score(
+            llm, REQUEST, lambda c: ChoiceRequest(user_prompt(c.text), ("a", "bbb")), [None])
+    assert completion.text == "ok" and scores.best == 1
+    assert len(copies[0].calls) == 0 and len(copies[1].calls) == 2
 
 
 def test_copies_of_different_models_are_refused():
