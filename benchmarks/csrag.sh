@@ -51,11 +51,16 @@ fi
 
 if [[ $PART == golden || $PART == all ]]; then  # KRE golden contexts: no conflict
   for set in $GOLDEN; do
-    run "$OUT/golden/$set-cot_json" --dataset "$set" --context golden --method cot_json \
-      --limit "$N"
+    for method in cot_json cot_json_scored; do
+      run "$OUT/golden/$set-$method" --dataset "$set" --context golden --method "$method" \
+        --limit "$N"
+    done
     # shellcheck disable=SC2086
     run "$OUT/golden/$set-csrag" --dataset "$set" --context golden --method csrag --limit "$N" \
       $CSRAG_ARGS
+    # shellcheck disable=SC2086
+    run "$OUT/golden/$set-csrag_json_scored" --dataset "$set" --context golden \
+      --method csrag_json_scored --limit "$N" $CSRAG_ARGS --set csrag.ablation_grid=true
   done
 fi
 
@@ -74,6 +79,10 @@ if [[ $PART == ablations || $PART == all ]]; then  # the paper's ablation shape,
   for a in -3 -5; do abl "alpha=$a" --set "csrag.alpha=$a"; done
   for b in 1 5; do abl "beta=$b" --set "csrag.beta=$b"; done
   abl no-stopword-filter --set csrag.filter_stopwords=false
+  # csrag_json_scored: every cell but the context comes from the main run's grid
+  run "$OUT/ablations/json_scored-original" --dataset faitheval_counterfactual \
+    --method csrag_json_scored --limit "$N_ABL" --set csrag.enhance_context=false \
+    --set csrag.ablation_grid=true
 fi
 
 if [[ $PART == grid || $PART == all ]]; then
@@ -90,5 +99,7 @@ scored=$(compgen -G "$OUT/main/*-csrag_choices"; compgen -G "$OUT/main/*-csrag_j
 [[ -n $scored ]] && $PYTHON benchmarks/csrag_grid.py $scored > "$OUT/main/grid-report.md"
 [[ -d $OUT/main ]] && $FAITHRAG report "$BASE_OUT" "$OUT/main" --compare --out "$OUT/report-main"
 [[ -d $OUT/golden ]] && $FAITHRAG report "$OUT/golden" --compare --out "$OUT/report-golden"
+[[ -d $OUT/ablations/json_scored-original ]] &&
+  $PYTHON benchmarks/csrag_grid.py "$OUT/ablations/json_scored-original" > "$OUT/ablations/grid-report.md"
 [[ -d $OUT/ablations ]] && $FAITHRAG report "$OUT/ablations" --out "$OUT/report-ablations"
 exit 0
