@@ -119,7 +119,7 @@ class CSRAGConfig(_Strict):
     # then the options scored in its Answer slot with the bias
     answer_mode: Literal["json", "choices", "json_scored"] = "json"
     fact_tokens: int = Field(200, ge=16)
-    paraphrase_tokens: int = Field(1024, ge=32)  # cap for the two paraphrases of one passage
+    paraphrase_tokens: int = Field(1024, ge=64)  # cap for the two paraphrases of one passage
     probe_choices: bool = False  # also record option probabilities with and without the bias
     cache_facts: bool = True  # reuse a question's facts (off to time online CSRAG honestly)
     ablation_grid: bool = False  # scored answers: also score every ablation cell, same forward pass

@@ -79,31 +79,55 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     """The CoT-JSON reply generated without bias up to its "Answer" key, then the options scored
     after `{"Reason": <its reason>, "Answer": "` under `bias` (and each of `variants`).
 
-    Each option is scored with its closing quote, so an option that is the start of another
-    ("Paris" and "Paris, Texas") does not win by being shorter. The reason is re-serialised, so a
-    reply cut by the token cap or written without a Reason key still gets a well-formed slot;
-    how it was read is in `meta["reason_status"]`. Generation and scoring are one backend call
-    (`generate_then_score`): llama.cpp scores from the cache the reply left."""
+    Each option is scored JSON-escaped and with its closing quote, so an option that is the
+    start of another ("Paris" and "Paris, Texas") does not win by being shorter. The reason is
+    re-serialised, so a reply cut by the token cap or written without a Reason key still gets a
+    well-formed slot; how it was read is in `meta["reason_status"]` ("trimmed" when its escaped
+    form had to be cut to fit the room reserved for it). Generation and scoring are one backend
+    call (`generate_then_score`): llama.cpp scores from the cache the reply left."""
     choices = tuple(question.choices or ())
-    reserve = max_tokens + max(len(llm.tokenize(c)) for c in choices) + 16
+    quoted = tuple(json.dumps(c, ensure_ascii=False)[1:] for c in choices)  # escaped, closed
+    slot_room = max_tokens + SLOT_MARGIN
+    reserve = slot_room + max(len(llm.tokenize(q)) for q in quoted)
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve,
                  step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_KEYS,
                                 purpose="reason")
-    quoted = tuple(c + '"' for c in choices)
 
     def slot(completion: Completion) -> ChoiceRequest:
-        reason = json.dumps(read_reason(completion.text)[0], ensure_ascii=False)
-        return ChoiceRequest(fitted.messages, quoted, '{"Reason": ' + reason + ', "Answer": "',
-                             bias, purpose="score_answer")
+        prefix = answer_slot(llm, read_reason(completion.text)[0], slot_room)
+        return ChoiceRequest(fitted.messages, quoted, prefix, bias, purpose="score_answer")
 
     variants = dict(variants or {})
     completion, every = generate_then_score(llm, request, slot, [bias, *variants.values()])
     record_completion(step, request, completion)
     answer = picked_option("score_answer", choices, every, step, variants)
-    answer.reason, answer.meta["reason_status"] = read_reason(completion.text)
+    answer.reason, status = read_reason(completion.text)
+    trimmed = answer_slot(llm, answer.reason, slot_room) != _slot(answer.reason)
+    answer.meta["reason_status"] = "trimmed" if trimmed else status
     answer.raw = completion.text
     return answer
+
+
+SLOT_MARGIN = 16  # tokens reserved for the slot beyond the reply: its wrapper and escapes
+
+
+def _slot(reason: str) -> str:
+    return '{"Reason": ' + json.dumps(reason, ensure_ascii=False) + ', "Answer": "'
+
+
+def answer_slot(llm: LLM, reason: str, room: int) -> str:
+    """`{"Reason": <reason>, "Answer": "` in at most `room` tokens: the reason is cut from its
+    end when its escaped form outgrows the room (the reply it came from fitted, but quotes and
+    newlines escape to more tokens)."""
+    prefix = _slot(reason)
+    excess = len(llm.tokenize(prefix)) - room
+    while excess > 0 and reason:
+        ids = llm.tokenize(reason)
+        reason = llm.detokenize(ids[:max(len(ids) - excess - 1, 0)])
+        prefix = _slot(reason)
+        excess = len(llm.tokenize(prefix)) - room
+    return prefix
 
 
 class CoTJSON:

@@ -13,9 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+# a key where JSON or "key: value" lines put one: quoted after "{", "," or a line start, or bare
+# at a line start (so "... the old answer: 'X'" inside a reply cut mid-Reason is no field)
 _FIELD = re.compile(
-    r"""["']?(reason|answer)["']?\s*:\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""",
-    re.IGNORECASE | re.DOTALL)
+    r"""(?:(?:^|[{,])\s*(?P<quote>["'])(?P<quoted>reason|answer)(?P=quote)"""
+    r"""|^[ \t]*(?P<bare>reason|answer))\s*:\s*(?:"(?P<double>(?:[^"\\]|\\.)*)"|'(?P<single>(?:[^'\\]|\\.)*)')""",
+    re.IGNORECASE | re.DOTALL | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,9 @@ def _fields_from_json(text: str) -> dict[str, str] | None:
 def _fields_by_pattern(text: str) -> dict[str, str]:
     fields: dict[str, str] = {}
     for m in _FIELD.finditer(text):
-        value = m.group(2) if m.group(2) is not None else m.group(3)
-        fields.setdefault(m.group(1).lower(), value.replace('\\"', '"').replace("\\'", "'"))
+        value = m["double"] if m["double"] is not None else m["single"]
+        key = (m["quoted"] or m["bare"]).lower()
+        fields.setdefault(key, value.replace('\\"', '"').replace("\\'", "'"))
     return fields
 
 

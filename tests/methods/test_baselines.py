@@ -3,6 +3,7 @@ from functools import partial
 import pytest
 
 from faithrag.errors import ConfigError
+from faithrag.llm.budget import check_fits
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.choice_scoring import ChoiceScoring
 from faithrag.methods.cot_json import CoTJSON
@@ -44,6 +45,33 @@ def test_cot_json_scored_answers_even_when_the_reply_is_cut():
     answer = CoTJSON(llm, max_tokens=32, scored=True).generate(Q, P, Trace())
     assert answer.meta["reason_status"] == "truncated" and answer.text == "Canberra"
     assert llm.calls[1].answer_prefix.endswith('very long", "Answer": "')
+
+
+def test_cot_json_scored_scores_options_json_escaped():
+    llm = FakeLLM(default='{"Reason": "r", "Answer": "x"}')
+    question = Question("Which series?", choices=['The "Ashes"', "C:\\Ashes"])
+    CoTJSON(llm, scored=True).generate(question, P, Trace())
+    assert llm.calls[1].choices == ('The \\"Ashes\\""', 'C:\\\\Ashes"')
+
+
+class WindowGuardedFake(FakeLLM):
+    """Refuses a scoring prompt that does not fit its window, as llama.cpp does."""
+
+    def score_choices(self, request):
+        for choice in request.choices:
+            check_fits(self.count_chat_tokens(request.messages)
+                       + len(self.tokenize(request.answer_prefix + choice)),
+                       self.context_window, "prompt with choice")
+        return super().score_choices(request)
+
+
+def test_cot_json_scored_cuts_a_reason_whose_escaped_form_outgrows_its_room():
+    reply = 'The gazette says "Sydney".\nSo the capital is Sydney.\n' * 4  # no Reason key
+    llm = WindowGuardedFake(default=reply, context_window=1200)
+    passages = [Passage("p", "Since 2031 the capital is Sydney. " * 40)]  # fills the window
+    answer = CoTJSON(llm, max_tokens=len(reply), scored=True).generate(Q, passages, Trace())
+    assert answer.meta["reason_status"] == "trimmed" and answer.text in Q.choices
+    assert answer.reason == reply.strip()  # the answer keeps the whole reason
 
 
 def test_choice_scoring_picks_the_most_likely_option():

@@ -62,3 +62,17 @@ def test_fuzz_reason_roundtrip(reason, ascii_only):
 def test_fuzz_reason_never_crashes(text):
     reason, status = read_reason(text)
     assert isinstance(reason, str) and status in {"complete", "truncated", "unlabelled"}
+
+
+def test_a_reply_cut_inside_its_reason_has_no_answer():
+    cut = ('{"Reason": "The gazette says Sydney is the capital since 2031, so the old '
+           "answer: 'Canberra' no longer holds and the correct")
+    parsed = parse_json_answer(cut, ["Sydney", "Canberra"])
+    assert parsed.answer is None and parsed.choice_index is None
+
+
+def test_single_quoted_and_line_form_replies_are_still_read():
+    assert parse_json_answer("{'Reason': 'it is', 'Answer': 'Sydney'}",
+                             ["Sydney", "Canberra"]).choice_index == 0
+    assert parse_json_answer("Reason: 'it is'\nAnswer: 'Canberra'",
+                             ["Sydney", "Canberra"]).choice_index == 1

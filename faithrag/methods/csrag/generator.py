@@ -121,12 +121,15 @@ class CSRAG:
 
     def _ablation_biases(self, facts: str, context: list[Passage], parametric: set[int],
                          evidence: set[int]) -> dict[str, TokenBias]:
+        """Every ablation cell's bias; `parametric` and `evidence` are the sets built with the
+        config's stopword setting, the other setting's sets are built here."""
         if not self.config.ablation_grid:
             return {}
-        unfiltered = (content_token_ids(self.llm, facts, False),
-                      content_token_ids(self.llm, "\n".join(p.text for p in context), False))
-        return {cell.label: csrag_bias(*((parametric, evidence) if cell.filter_stopwords
-                                         else unfiltered), cell.alpha, cell.beta)
+        other = not self.config.filter_stopwords
+        sets = {self.config.filter_stopwords: (parametric, evidence),
+                other: (content_token_ids(self.llm, facts, other),
+                        content_token_ids(self.llm, "\n".join(p.text for p in context), other))}
+        return {cell.label: csrag_bias(*sets[cell.filter_stopwords], cell.alpha, cell.beta)
                 for cell in ABLATION_GRID}
 
     def _answer(self, question: Question, context: list[Passage], bias: TokenBias,

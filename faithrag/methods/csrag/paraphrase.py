@@ -74,22 +74,33 @@ class Paraphraser:
         self.cache = cache
         self.model = model_identity(llm)
 
-    def _requests(self, passage: Passage, step: Step) -> list[GenerationRequest]:
-        """One request per style; none when the passage leaves no room for a rewrite."""
+    def _requests(self, passage: Passage, step: Step) -> tuple[list[GenerationRequest], bool]:
+        """One request per style (none when the passage leaves no room for a rewrite), and
+        whether the context window cut a request's token limit."""
         length = len(self.llm.tokenize(passage.text))
-        requests = []
+        requests, window_bound = [], False
         for style in STYLES:
             user = INSTRUCTION.format(style=style, passage=render_passages([passage.text]))
             messages = (Message("system", SYSTEM), Message("user", user))
             room = self.llm.context_window - self.llm.count_chat_tokens(messages) - 8
-            max_tokens = min(self.max_tokens // COUNT, int(1.3 * length) + 32, room)
+            wanted = min(self.max_tokens // COUNT, int(1.3 * length) + 32)
+            max_tokens = min(wanted, room)
+            window_bound |= room < wanted
             if max_tokens < 32:
                 step.warnings.append(f"passage {passage.id} ({length} tokens) leaves no room to "
                                      "paraphrase it; it is used without paraphrases")
-                return []
+                return [], window_bound
             requests.append(GenerationRequest(messages, max_tokens=max_tokens,
                                               purpose="paraphrase"))
-        return requests
+        return requests, window_bound
+
+    def _key(self, passage: Passage, requests: list[GenerationRequest],
+             window_bound: bool) -> str:
+        """The cap and the passage determine the rewrites, unless the window cut their token
+        limits: then the limits are part of the key, so rewrites cut short in a small window
+        are not served to a larger one."""
+        limits = [r.max_tokens for r in requests] if window_bound else []
+        return cache_key(self.model, PROMPT_VERSION, self.max_tokens, passage.text, *limits)
 
     def _cached(self, key: str) -> Paraphrases | None:
         entry = self.cache.get(key) if self.cache else None
@@ -104,15 +115,15 @@ class Paraphraser:
         results: list[Paraphrases | None] = []
         todo: list[tuple[int, str, list[GenerationRequest]]] = []
         for i, passage in enumerate(passages):
-            key = cache_key(self.model, PROMPT_VERSION, self.max_tokens, passage.text)
+            requests, window_bound = self._requests(passage, step)
+            if not requests:
+                results.append(Paraphrases())
+                continue
+            key = self._key(passage, requests, window_bound)
             hit = self._cached(key)
             results.append(hit)
             if hit is None:
-                requests = self._requests(passage, step)
-                if requests:
-                    todo.append((i, key, requests))
-                else:
-                    results[i] = Paraphrases()
+                todo.append((i, key, requests))
         if todo:
             completions = iter(generate(self.llm, [r for _, _, rs in todo for r in rs], step))
             for i, key, requests in todo:

@@ -104,6 +104,20 @@ def test_ablation_grid_scores_every_cell_and_each_matches_its_own_run():
                                                           for c in llm.calls)
 
 
+@pytest.mark.parametrize("config_filters", [True, False])
+def test_each_ablation_cell_has_its_own_stopword_setting_whatever_the_config(config_filters):
+    def biases(llm):
+        return [c.bias.as_dict() if c.bias else {} for c in llm.calls
+                if isinstance(c, ChoiceRequest)]
+
+    _, _, llm = run(CSRAGConfig(answer_mode="choices", ablation_grid=True,
+                                filter_stopwords=config_filters))
+    for cell, bias in zip(ABLATION_GRID, biases(llm)[1:], strict=True):
+        _, _, alone = run(CSRAGConfig(answer_mode="choices", alpha=cell.alpha, beta=cell.beta,
+                                      filter_stopwords=cell.filter_stopwords))
+        assert bias == biases(alone)[-1], cell.label
+
+
 def test_ablation_grid_is_refused_for_json_answers():
     with pytest.raises(ConfigError, match="csrag_choices"):
         CSRAG(FakeLLM(respond), CSRAGConfig(ablation_grid=True))

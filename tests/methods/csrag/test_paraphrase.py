@@ -10,7 +10,7 @@ from faithrag.methods.csrag.paraphrase import (
     keep_rewrites,
     parse_paraphrases,
 )
-from faithrag.types import Passage, Trace
+from faithrag.types import Passage, Step, Trace
 
 TWO = "[PARAPHRASE]: Sydney became the capital in 2031.\n[PARAPHRASE]: In 2031 the capital moved to Sydney."
 
@@ -126,3 +126,18 @@ def test_replicas_of_a_model_share_its_cache(tmp_path):
         copies = Replicas([FakeLLM(default="[PARAPHRASE]: never asked") for _ in range(2)])
         again = Paraphraser(copies, 512, cache).paraphrase(passage, step)
     assert again[0].cached and again[0].texts == first[0].texts
+
+
+def test_rewrites_cut_by_a_small_window_are_not_served_to_a_larger_one(tmp_path):
+    text = "Since 2031 the capital of Australia is Sydney, says the gazette. " * 3
+    passage = Passage("p", text)
+    rewrite = "[PARAPHRASE]: " + text.replace("says", "states")
+
+    def paraphrase(window, cache):
+        llm = FakeLLM(lambda r: rewrite, context_window=window)
+        return Paraphraser(llm, 1024, cache).paraphrase([passage], Step("paraphrase", "csrag"))[0]
+
+    cache = JsonCache(tmp_path)
+    assert paraphrase(700, cache).truncated  # the window cut both rewrites
+    assert paraphrase(4096, cache) == paraphrase(4096, None)  # not the cut ones from the cache
+    assert paraphrase(4096, cache).cached  # a roomy window's entry is keyed as before
