@@ -240,9 +240,11 @@ class CrossValidatedReranker:
                                                      visible[parsed.pair[1]])
             repeated = pair is not None and any({id(p) for p in pair} == {id(a), id(b)}
                                                 for a, b in cleared)
-            step.outputs = {"pair": [p.id for p in pair] if pair else None,
-                            "status": parsed.status, "parse": tally([parsed]), "raw": raw}
+            named = [p.id for p in pair] if pair else None
+            step.outputs = {"pair": None if repeated else named, "status": parsed.status,
+                            "parse": tally([parsed]), "raw": raw}
             if repeated:
+                step.outputs["repeated_pair"] = named
                 step.decision = "named a pair already found consistent: no conflict taken"
                 pair = None
             elif pair:

@@ -6,13 +6,15 @@ Ids in prompts are 1-based ("[3]"); parsers return 0-based indices.
 
 Rules:
 - Ids are read from the first block of consecutive non-empty lines that each hold an id (so a
-  one-line "[2] > [1]" and one id per line both work, and a later explanation is ignored): on
-  each line, the bracketed ids ("[3]") when it has some, else every run of ASCII digits.
+  one-line "[2] > [1]" and one id per line both work, and a later explanation is ignored). When
+  the text has a bracketed id ("[3]") anywhere, only bracketed ids count (so the "3" of "the 3
+  passages:" in an intro line is no id); otherwise every run of ASCII digits does.
 - Permutation (`parse_permutation`): keep the first occurrence of each valid id in the order
   written; drop duplicates ("duplicate") and ids outside 1..n ("out_of_range"); append the ids
   never named in their input order ("missing"). No valid id at all: status failed, input order.
 - Pair (`parse_pair`): the text after a "Conflict:" label (else the whole text). If it starts
-  with a negation ("None", "No", "N/A", "There is no ...") there is no conflict. Otherwise the
+  with a negation ("None", "No", "N/A", "There is no ...") there is no conflict, and so if the
+  label itself is negated ("No conflict:", "There is no conflict:"). Otherwise the
   first two distinct valid ids are the pair; duplicates, out-of-range ids and ids beyond the
   second ("extra") are counted. Fewer than two valid ids: status failed, no pair.
 - Verdict (`parse_verdict`): the last verdict label — "False passage:" anywhere, or a line
@@ -35,6 +37,8 @@ STATUS_FAILED = "failed"
 _BRACKETED = re.compile(r"\[\s*([0-9]+)\s*\]")
 _DIGITS = re.compile(r"[0-9]+")
 _CONFLICT_LABEL = re.compile(r"conflict\s*:", re.IGNORECASE)
+_NEGATED_LABEL = re.compile(r"\b(?:no|not\s+any|there\s+(?:is|are)\s+no)\s+conflict\s*:$",
+                            re.IGNORECASE)
 _NEGATION = re.compile(
     r"^[\s\"'`*_(\[]*(?:none|no|n/?a|nothing|neither|there\s+(?:is|are)\s+no)\b", re.IGNORECASE)
 # "False passage:" anywhere (small models put it at the end of the reason line), or a line that
@@ -72,9 +76,10 @@ Parsed = ParsedPermutation | ParsedPair | ParsedVerdict
 
 
 def _ids_in_first_block(text: str) -> list[int]:
+    pattern = _BRACKETED if _BRACKETED.search(text) else _DIGITS
     ids: list[int] = []
     for line in text.splitlines():
-        found = _BRACKETED.findall(line) or _DIGITS.findall(line)
+        found = pattern.findall(line)
         if found:
             ids.extend(int(x) for x in found)
         elif ids:
@@ -122,7 +127,9 @@ def parse_pair(text: str, n: int) -> ParsedPair:
     """The conflicting pair among n passages from output like "Conflict: [2] [5]"."""
     label = _CONFLICT_LABEL.search(text)
     segment = text[label.end():] if label else text
-    if _NEGATION.match(segment.lstrip()):
+    negated_label = label is not None and _NEGATED_LABEL.search(
+        text[text.rfind("\n", 0, label.start()) + 1:label.end()])
+    if negated_label or _NEGATION.match(segment.lstrip()):
         return ParsedPair(None, STATUS_NONE)
     kept, repairs = _valid_ids(_ids_in_first_block(segment), n, limit=2)
     repairs = _nonzero(repairs)

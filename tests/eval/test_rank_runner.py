@@ -7,12 +7,19 @@ import pytest
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError
+from faithrag.eval.datasets import RankItem, RankPassage
 from faithrag.eval.executors import RayCluster
-from faithrag.eval.rank_runner import RankOptions, run_rank_eval, summarize_rank_records
+from faithrag.eval.rank_runner import (
+    RankOptions,
+    evaluate_item,
+    run_rank_eval,
+    summarize_rank_records,
+)
 from faithrag.eval.report import report
 from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.crossval import VALIDATE_SYSTEM
+from faithrag.methods.crossval import VALIDATE_SYSTEM, CrossValidatedReranker
+from faithrag.methods.listwise import ListwiseRanker
 
 PASSAGE = re.compile(r'<passage id="(\w+)">\n(.*?)\n</passage>', re.DOTALL)
 YEARS = [("1887", "1921"), ("1905", "1950"), ("1777", "1799")]
@@ -226,3 +233,23 @@ def test_cli_eval_on_a_ranking_set(data, tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 3 and printed["ndcg@1"] == 0.0
     assert printed["rerank_parse"]["failed"] == 3  # the fake model's empty replies, counted
+
+
+def test_a_pair_named_again_after_it_was_cleared_is_not_counted_twice():
+    def respond(request):
+        if request.messages[0].content == VALIDATE_SYSTEM:
+            return "Reason: r\nFalse passage: A"  # follows the order shown: inconsistent
+        if request.purpose == "detect_conflict":
+            return "Conflict: [1] [2]"
+        return "[1] > [2] > [3]"
+
+    llm = FakeLLM(respond)
+    reranker = CrossValidatedReranker(llm, ListwiseRanker(llm), max_rounds=2)
+    item = RankItem("x::1", "x", "When did the bridge open?", [
+        RankPassage("p1", "The bridge opened in 1887.", 1),
+        RankPassage("p2", "The bridge opened in 1921.", 0, is_contrary=True),
+        RankPassage("p3", "The bridge opened in 1887, a survey says.", 1)])
+    record = evaluate_item(item, reranker, "crossval", "x", RankOptions(first_stage="given"))
+    assert record["error"] is None and record["detection"]["pairs"] == 1
+    detect_steps = [s for s in record["trace"]["stages"] if s["name"] == "crossval.detect"]
+    assert len(detect_steps) == 2

@@ -462,3 +462,18 @@ def test_tiny_model_same_subject_scores_the_pair_in_both_orders(tiny_gguf):
         llm.close()
     assert math.isfinite(odds)
     assert [c.purpose for c in step.llm_calls] == ["same_subject"] * 2
+
+
+def test_a_no_conflict_reply_with_ids_removes_nothing():
+    def respond(request):
+        if request.messages[0].content == VALIDATE_SYSTEM:
+            return "Reason: B is less detailed.\nFalse passage: B"
+        if request.purpose == "detect_conflict":
+            return "No conflict: [1] and [2] both say 1887."
+        return "[1] > [2] > [3]"
+
+    llm = FakeLLM(respond)
+    reranker = CrossValidatedReranker(llm, ListwiseRanker(llm), both_orders=False)
+    passages = [Passage("a", "The bridge opened in 1887."), Passage("b", "Opened 1887."),
+                Passage("c", "The bridge, opened 1887, crosses the river.")]
+    assert reranker.rerank(Question("When did the bridge open?"), passages, Trace()).removed == []

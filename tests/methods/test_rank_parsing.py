@@ -81,9 +81,20 @@ def test_pair_variants():
     assert parse_pair("Conflict: [2] and [5] disagree on the year.", 6).status == STATUS_OK
     assert parse_pair("Passages 2 and 5 conflict", 6).pair == (1, 4)
     for none in ("Conflict: None", "None", "No conflict between [1] and [2].",
-                 "There is no conflict.", "conflict: n/a", "**None**"):
+                 "There is no conflict.", "conflict: n/a", "**None**",
+                 "No conflict: [1] and [2] both say 1887.",
+                 "There is no conflict: passages 1 and 3 agree.",
+                 "No conflict: all passages agree."):
         parsed = parse_pair(none, 6)
         assert parsed.pair is None and parsed.status == STATUS_NONE, none
+
+
+def test_a_number_in_an_intro_line_is_no_id_when_the_ids_are_bracketed():
+    assert parse_permutation("Here is the ranking of the 3 passages:\n\n[2] > [3] > [1]",
+                             3).order == [1, 2, 0]
+    assert parse_permutation("Ranking of the 3 passages:\n[2] > [3] > [1]", 3).order == [1, 2, 0]
+    assert parse_pair("Among the 5 passages:\n[2] [4]", 5).pair == (1, 3)
+    assert parse_permutation("2 > 3 > 1", 3).order == [1, 2, 0]  # bare ids without brackets
 
 
 def test_pair_repairs_and_failures():
