@@ -96,3 +96,18 @@ def test_given_mode_appends_the_distractors(tmp_path):
 def test_bad_distractor_settings_are_refused(mode, sweep):
     with pytest.raises(ConfigError):
         EvalSpec("set", context_mode=mode, sweep=sweep)
+
+
+def test_a_passage_giving_the_gold_in_smart_em_form_is_no_distractor(tmp_path):
+    rows = [{"id": "q0", "question": "How many moons does Mars have?", "answer": "2",
+             "context": [{"title": "", "text": "Mars is the fourth planet from the Sun."}]},
+            {"id": "q1", "question": "What are the names of the moons of Mars?",
+             "answer": "Phobos and Deimos",
+             "context": [{"title": "", "text": "Mars has two moons, Phobos and Deimos."}]},
+            {"id": "q2", "question": "Which planet is red?", "answer": "Mars",
+             "context": [{"title": "", "text": "Mars, the red planet, has moons."}]}]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dataset = load_dataset(file=path)
+    chosen = DistractorPool(dataset).select(dataset.items[0], 2)
+    assert [p.text for p in chosen] == ["Mars, the red planet, has moons."]

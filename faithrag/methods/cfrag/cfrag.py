@@ -35,7 +35,8 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
 - Spectral clustering uses σ = median pairwise distance and clamps K to max(1, min(K, n // 2)).
 - Stratified sampling: every cluster contributes max(1, round(B·|C|/n)) passages (B = 4) to
   each subset; a subset that repeats an earlier one is redrawn, then dropped. Optionally
-  (`cfrag.anchor_top`, off by default) every subset keeps the pool's most relevant passage: in
+  (`cfrag.anchor_top`, off by default) every subset keeps the passage most relevant to the
+  question (until the thirteenth session: the pool's first, most relevant to any query): in
   hotpotqa_distractor at 16 injected, 53 drafts had a subset without the answer passage that
   their pool held, and 1 was right (benchmarks/cfrag_subsets.py). At n = 100 and 16 injected
   it changed the answers by +3 points on PopQA and −3 on HotpotQA (BENCHMARKS.md).
@@ -191,7 +192,7 @@ class CFRAG:
                 step.warnings.append("no evidence: the hypotheses are drafted without passages")
             return pool
 
-    def _divide(self, pool: EvidencePool, vectors: VectorMemo, seed: int,
+    def _divide(self, question: Question, pool: EvidencePool, vectors: VectorMemo, seed: int,
                 trace: Trace) -> list[list[int]]:
         s = self.settings
         n = len(pool.passages)
@@ -211,11 +212,16 @@ class CFRAG:
                                 if clustering.k_used < s.k_clusters else ""))
         with trace.step("generate", "cfrag.sampling", m=s.m_subsets,
                         subset_size=s.subset_size, seed=seed) as step:
+            # the pool is ordered by relevance to any query; the anchor is the question's own
+            anchor = (int(vectors.cosine([question.text], pool.texts)[0].argmax())
+                      if s.anchor_top else None)
             plan = stratified_subsets(clustering.labels, s.m_subsets, s.subset_size, seed,
-                                      anchor=0 if s.anchor_top else None)
+                                      anchor=anchor)
             step.outputs = {"per_cluster": plan.allocation,
                             "subsets": [[pool.passages[i].id for i in sub]
                                         for sub in plan.subsets]}
+            if anchor is not None:
+                step.outputs["anchor"] = pool.passages[anchor].id
             step.decision = f"{len(plan.subsets)} evidence subsets"
             if plan.dropped_repeats:
                 step.decision += (f"; {plan.dropped_repeats} dropped (the pool only allows "
@@ -358,9 +364,11 @@ class CFRAG:
     def _groups(question: Question, ranked: list[Hypothesis]) -> list[list[Hypothesis]]:
         groups: list[list[Hypothesis]] = []
         for h in ranked:
-            home = next((g for g in groups if (
-                g[0].choice_index == h.choice_index if question.choices
-                else same_answer(g[0].parsed.answer, h.parsed.answer))), None)
+            # every member must match: same_answer is lenient, so not transitive ("1969" matches
+            # "July 1969" and "June 1969"), and a group must not depend on the Ψ order
+            home = next((g for g in groups if all(
+                x.choice_index == h.choice_index if question.choices
+                else same_answer(x.parsed.answer, h.parsed.answer) for x in g)), None)
             if home is None:
                 groups.append([h])
             else:
@@ -382,7 +390,7 @@ class CFRAG:
             else []
         queries = [question.text] + [c.question for c in counterfactuals]
         pool = self._retrieve(question, passages, queries, vectors, trace)
-        subsets = self._divide(pool, vectors, self._seed(question), trace)
+        subsets = self._divide(question, pool, vectors, self._seed(question), trace)
         hypotheses = self._draft(question, pool, subsets, vectors, trace)
         raw = "\n---\n".join(h.raw for h in hypotheses)
         if not any(h.usable for h in hypotheses):

@@ -6,9 +6,12 @@ from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.methods.cfrag import CFRAG
+from faithrag.methods.cfrag.cfrag import Hypothesis
+from faithrag.methods.cfrag.parsing import ParsedHypothesis
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.retrieval.scorers import LLMJudgeScorer
+from faithrag.retrieval.searcher import index_text
 from faithrag.types import Question, Trace
 
 # The fake tokenizer counts bytes, so the token budgets are raised for the scripted replies.
@@ -264,12 +267,31 @@ def test_the_answer_records_each_hypothesis_evidence():
     assert [h["evidence"] for h in answer.meta["cfrag"]["hypotheses"]] == drafted
 
 
-def test_an_anchored_division_gives_every_draft_the_most_relevant_passage():
+def test_an_anchored_division_gives_every_draft_the_passage_most_relevant_to_the_question():
     _, generator = make(anchor_top=True)
     _, steps = run(generator)
-    best = steps["cfrag.dialectical_retrieval"].outputs["pool"][0][0]  # (id, relevance, by)
+    pool = [pid for pid, _, _ in steps["cfrag.dialectical_retrieval"].outputs["pool"]]
+    by_id = {p.id: p for p in PASSAGES}
+    embedder = KeywordEmbedder()
+    question = embedder.embed([QUESTION])[0]
+    to_question = {pid: float(embedder.embed([index_text(by_id[pid])])[0] @ question)
+                   for pid in pool}
+    best = max(to_question, key=to_question.get)
+    assert best != pool[0]  # the pool's first is most relevant to a counterfactual
+    assert steps["cfrag.sampling"].outputs["anchor"] == best
     subsets = [h["evidence"] for h in steps["cfrag.drafts"].outputs["hypotheses"]]
     assert len(subsets) > 1 and all(best in subset for subset in subsets)
     _, plain = make()
     _, steps = run(plain)
     assert not all(best in h["evidence"] for h in steps["cfrag.drafts"].outputs["hypotheses"])
+
+
+def test_drafts_agree_only_when_every_pair_agrees_whatever_their_order():
+    def hypothesis(number, answer):
+        return Hypothesis(number, [], "", ParsedHypothesis(answer, ""), None, False, None)
+
+    question = Question("When did the launch happen?")
+    answers = ["1969", "July 1969", "June 1969"]  # "1969" matches both, they do not match
+    for order in (answers, answers[::-1]):
+        groups = CFRAG._groups(question, [hypothesis(i, a) for i, a in enumerate(order, 1)])
+        assert len(groups) == 2, order
