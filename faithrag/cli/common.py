@@ -118,5 +118,5 @@ def open_retriever(config: Config, index: str | None = None,
         if not passages:
             raise EmptyIndexError(f"No text found in {docs}.",
                                   "Point --docs at .txt, .md or .jsonl files with some text.")
-        return InMemoryRetriever(passages, mode=config.retrieval.mode)
+        return InMemoryRetriever(passages, mode=config.retrieval.mode, source=docs)
     return None

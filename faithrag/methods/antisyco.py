@@ -11,11 +11,14 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    a contradiction score in [0, 1] is given to the claim. All claims are judged in one batched
    call. Two ways to score (`contradiction`):
    - "judge": the LLM reads the anti-context and the claim and states a verdict
-     (CONTRADICTED / CONSISTENT / UNRELATED) and a 0-1 score: the paper's form.
+     (CONTRADICTED / CONSISTENT / UNRELATED) and a 0-1 score: the paper's form. The score
+     counts only when the verdict is readable and on the same side of the threshold
+     (CONTRADICTED at or above it, the others below); otherwise the claim is unreadable.
    - "qa" (default): the LLM answers the question with a phrase copied from the anti-context;
-     the score is 1 - the agreement between that reference answer and the claim (1 when the
-     claim contains the reference answer or the reference answer contains the draft, else
-     their token F1). A reference answer that is not in the anti-context (less than half of
+     the score is 1 - the agreement between that reference answer and the draft (1 when one
+     contains the other, else their token F1). The claim only retrieves the anti-context: it
+     restates the question, so on "Was X born before Y?" it names both candidates and would
+     contain any reference answer. A reference answer that is not in the anti-context (less than half of
      its words occur there) is the model's memory, not the knowledge base, and a reply that
      the passages do not say ("not stated", "unknown") is no answer: both contradict nothing
      (score 0, UNRELATED). Why: the default model (1.5B) could not state contradictions; on a
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from faithrag.config import Config
@@ -176,8 +180,8 @@ class AntiSycophancyVerifier:
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
                                  use_cache=config.use_cache)
-        if isinstance(retriever, Index) and isinstance(kb, Index) and (
-                retriever.directory.resolve() == kb.directory.resolve()):
+        verified = _source(getattr(retriever, "base", retriever))  # unwrap injected poison
+        if verified is not None and verified == _source(kb):
             raise ConfigError(f"The trusted knowledge base {settings.kb} is the index being "
                               "verified.", "Index the trusted documents separately and point "
                                            "antisyco.kb at that index.")
@@ -276,8 +280,7 @@ class AntiSycophancyVerifier:
                 if self.contradiction == "qa":
                     self._score_by_reference_answer(check, draft.text)
                 else:
-                    check.verdict = parse_label(check.raw, VERDICT_LABELS, "verdict")
-                    check.score = parse_score(check.raw)
+                    self._score_by_verdict(check)
             for i, check in enumerate(checks, 1):
                 if not check.evidence:
                     step.warnings.append(f"claim {i}: the trusted knowledge base returned "
@@ -301,6 +304,14 @@ class AntiSycophancyVerifier:
             return (Message("system", system), Message("user", user))
         return render
 
+    def _score_by_verdict(self, check: ClaimCheck) -> None:
+        """judge mode: the stated score, when the verdict is readable and agrees with it."""
+        check.verdict = parse_label(check.raw, VERDICT_LABELS, "verdict")
+        score = parse_score(check.raw)
+        if check.verdict is not None and score is not None and (
+                (check.verdict == "CONTRADICTED") == (score >= self.contradiction_threshold)):
+            check.score = score
+
     def _score_by_reference_answer(self, check: ClaimCheck, draft: str) -> None:
         """qa mode (see the module docstring); an unreadable reply leaves the score None."""
         reference = parse_reference_answer(check.raw)
@@ -310,8 +321,7 @@ class AntiSycophancyVerifier:
         if reference.not_stated or not _grounded(reference.text, check.evidence):
             check.verdict, check.score = "UNRELATED", 0.0
             return
-        agrees = (containment(check.claim, [reference.text])
-                  or containment(reference.text, [draft]))
+        agrees = containment(draft, [reference.text]) or containment(reference.text, [draft])
         check.score = 0.0 if agrees else round(1.0 - f1_score(reference.text, [draft]), 4)
         check.verdict = ("CONTRADICTED" if check.score >= self.contradiction_threshold
                          else "CONSISTENT")
@@ -402,3 +412,12 @@ def _grounded(answer: str, evidence: list[Passage]) -> bool:
 
 def _fmt(value: float | None) -> str:
     return "unreadable" if value is None else f"{value:.2f}"
+
+
+def _source(retriever: Retriever | None) -> Path | None:
+    """Where a retriever's passages come from: an index's directory, or the documents an
+    in-memory retriever was built from (None when unknown)."""
+    if isinstance(retriever, Index):
+        return retriever.directory.resolve()
+    source = getattr(retriever, "source", None)
+    return Path(source).resolve() if source else None

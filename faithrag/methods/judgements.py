@@ -10,9 +10,10 @@ caller counts it and applies its own stated default. The rules:
 - score: the number of a `SCORE:` line if there is one, else the number on a line of its own.
   "0.8", ".8", "80%", "8/10" and "0.8/1" are read; a number above 1 without "%" or a
   denominator is ambiguous (a 0-10 scale?) and unreadable, as is anything outside [0, 1].
-- claims: one per line; bullets and numbering are stripped; headings ("Claims:"), lines with
-  fewer than two words and repeats are dropped; at most `max_claims` are kept and the rest
-  counted.
+- claims: one per line; when some line is a list item (a bullet, "1.", "Claim 2:"), only
+  list items are claims, so an intro line ("Here is the restated answer") takes no slot;
+  bullets and numbering are stripped; headings ("Claims:"), lines with fewer than two words and
+  repeats are dropped; at most `max_claims` are kept and the rest counted.
 """
 
 from __future__ import annotations
@@ -94,8 +95,11 @@ def parse_claims(text: str, max_claims: int) -> Claims:
         raise ValueError("max_claims must be >= 1")
     claims: list[str] = []
     seen: set[str] = set()
-    for line in text.splitlines():
-        line = _BULLET.sub("", _MARKUP.sub("", line)).strip().strip('"').strip()
+    lines = [_MARKUP.sub("", line) for line in text.splitlines()]
+    if any(_BULLET.match(line) for line in lines):  # a list: an intro line is no claim
+        lines = [line for line in lines if _BULLET.match(line)]
+    for line in lines:
+        line = _BULLET.sub("", line).strip().strip('"').strip()
         if line.endswith(":") or len(re.findall(r"[^\W\d_]\w*", line)) < 2:
             continue
         key = " ".join(re.findall(r"\w+", line.lower()))

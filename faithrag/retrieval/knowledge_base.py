@@ -31,4 +31,4 @@ def open_knowledge_base(path: str | Path, *, mode: str = "bm25", chunk_tokens: i
     if not passages:
         raise EmptyIndexError(f"The trusted knowledge base {path} holds no text.",
                               "Point antisyco.kb at .txt, .md or .jsonl files with some text.")
-    return InMemoryRetriever(passages, mode=mode)
+    return InMemoryRetriever(passages, mode=mode, source=path)

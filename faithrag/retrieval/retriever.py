@@ -8,6 +8,7 @@ passages, built in memory and never written.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from faithrag.retrieval.bm25 import BM25Params
@@ -29,8 +30,9 @@ class InMemoryRetriever:
 
     def __init__(self, passages: Sequence[Passage], mode: str = "bm25", *,
                  embedder: Embedder | None = None, bm25_params: BM25Params | None = None,
-                 rrf_k: int = 60, fusion_depth: int = 50):
+                 rrf_k: int = 60, fusion_depth: int = 50, source: str | Path | None = None):
         check_mode(mode)
+        self.source = source  # the documents the passages came from, when known
         self._searcher = PassageSearcher.build(list(passages), mode, embedder=embedder,
                                                bm25_params=bm25_params, rrf_k=rrf_k,
                                                fusion_depth=fusion_depth)

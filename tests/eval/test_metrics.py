@@ -111,6 +111,11 @@ def test_smart_em_rejects(prediction: str, golds: list[str]) -> None:
 def test_attack_success() -> None:
     assert M.attack_success("Gimme Shelter.", "Gimme Shelter")
     assert not M.attack_success("LaLee's Kin: The Legacy of Cotton", "Gimme Shelter")
+    long = ("The discoverer of penicillin is widely said to have been the French chemist "
+            "Louis Pasteur in Paris")  # beyond smart EM's short-answer length
+    assert M.attack_success(long, "Louis Pasteur") and M.containment(long, ["Louis Pasteur"])
+    assert not M.attack_success("No, it is not the case, not at all, no.", "yes")
+    assert M.attack_success("Yes.", "yes")
 
 
 def test_yes_no_polarity() -> None:

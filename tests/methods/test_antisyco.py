@@ -5,6 +5,7 @@ import pytest
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError, ModelNotFoundError
+from faithrag.eval.hostile import HostileRetriever
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator, build_verifier
 from faithrag.methods.antisyco import AntiSycophancyVerifier
@@ -168,6 +169,37 @@ def test_multiple_choice_repair_names_an_option():
     assert answer.choice_index == 1 and answer.text == "Alexander Fleming"
 
 
+COMPARISON = Question("Who was born first, Alexander Fleming or Louis Pasteur?")
+BIRTHS = [Passage("k", "Louis Pasteur was born in 1822. Alexander Fleming was born in 1881.")]
+
+
+@pytest.mark.parametrize("claims", ["- Alexander Fleming was born before Louis Pasteur.",
+                                    "***"])  # the second: the default claim quotes the question
+def test_qa_mode_compares_the_reference_answer_with_the_draft_not_the_claim(claims):
+    llm = Scripted(replies(claims=claims, contradiction="ANSWER: Louis Pasteur",
+                           repair="Louis Pasteur"))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(BIRTHS), judge_tokens=64)
+    answer = stage.verify(COMPARISON, POISON, Answer("Alexander Fleming"), Trace())
+    assert answer.meta["claims"][0]["score"] == 1.0
+    assert answer.meta["decision"] == "REPAIR" and answer.text == "Louis Pasteur"
+
+
+@pytest.mark.parametrize("reply", ["VERDICT: perhaps\nSCORE: 0.9",
+                                   "VERDICT: CONSISTENT\nSCORE: 0.9",
+                                   "VERDICT: CONTRADICTED\nSCORE: 0.1"])
+def test_judge_mode_acts_only_on_a_verdict_that_agrees_with_its_score(reply):
+    llm = Scripted(replies(contradiction=reply, repair="X"))
+    answer, _ = verify(llm, draft="Alexander Fleming", contradiction="judge")
+    assert answer.meta["decision"] == "PASS" and answer.text == "Alexander Fleming"
+    assert answer.meta["unparsable"] == 1
+
+
+def test_judge_mode_repairs_on_an_agreeing_contradiction():
+    llm = Scripted(replies(contradiction="VERDICT: CONTRADICTED\nSCORE: 0.9"))
+    answer, _ = verify(llm, contradiction="judge")
+    assert answer.meta["decision"] == "REPAIR" and answer.meta["unparsable"] == 0
+
+
 def test_factory_needs_a_separate_trusted_knowledge_base(tmp_path):
     with pytest.raises(ConfigError, match="trusted knowledge base"):
         build_verifier("antisyco", FakeLLM(), Config())
@@ -177,6 +209,8 @@ def test_factory_needs_a_separate_trusted_knowledge_base(tmp_path):
         build_verifier("antisyco", FakeLLM(), config, index)
     with pytest.raises(ConfigError, match="not found"):
         build_verifier("antisyco", FakeLLM(), Config.load(None, {"antisyco.kb": "/nonexistent"}))
+    with pytest.raises(ConfigError, match="is the index being verified"):  # poison unwrapped
+        build_verifier("antisyco", FakeLLM(), config, HostileRetriever(index, {}))
     stage = build_verifier("antisyco", FakeLLM(), config, InMemoryRetriever(POISON))
     assert stage.knowledge_base.retrieve("Fleming", 1)[0].id == "kb1"
 
@@ -238,6 +272,9 @@ def test_cli_ask_and_eval_take_verify_antisyco_with_kb(cli_files, capsys):
     fake = ["--config", str(cli_files / "fake.toml"), "--verify", "antisyco"]
     assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake]) == 2
     assert "--kb" in capsys.readouterr().err  # the hint says how to give the trusted source
+    assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake,
+                 "--kb", str(cli_files / "docs")]) == 2  # the verified documents cannot be it
+    assert "is the index being verified" in capsys.readouterr().err
     kb = ["--kb", str(cli_files / "kb")]
     assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake, *kb,
                  "--json"]) == 0

@@ -89,6 +89,13 @@ def test_claim_examples():
     assert parse_claims("- \n***\n12\nok", 3).claims == []
 
 
+def test_an_intro_line_takes_no_claim_slot_when_the_claims_are_listed():
+    text = "Here is the restated answer\n- Louis Pasteur discovered penicillin."
+    assert parse_claims(text, 1).claims == ["Louis Pasteur discovered penicillin."]
+    assert parse_claims("Louis Pasteur discovered penicillin.", 1).claims == [
+        "Louis Pasteur discovered penicillin."]  # an unlisted claim still counts
+
+
 @given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=300), st.integers(1, 5))
 def test_claims_are_bounded_non_trivial_lines(text, max_claims):
     parsed = parse_claims(text, max_claims)
