@@ -46,11 +46,14 @@ class Pipeline:
         self.verifier = verifier
         self.k = k
 
-    def run(self, question: Question | str, passages: list[Passage] | None = None) -> Result:
-        """Answer `question` from `passages` if given, else from the retriever (if any)."""
+    def run(self, question: Question | str, passages: list[Passage] | None = None,
+            trace: Trace | None = None) -> Result:
+        """Answer `question` from `passages` if given, else from the retriever (if any). The
+        steps are recorded on `trace` (a new one by default), so a caller that passes its own
+        keeps the steps that ran when a later one raises."""
         if isinstance(question, str):
             question = Question(text=question)
-        trace = Trace()
+        trace = Trace() if trace is None else trace
         if passages is None and self.retriever is not None:
             with trace.step("retrieve", type(self.retriever).__name__, query=question.text,
                             k=self.k) as step:

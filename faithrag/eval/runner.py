@@ -36,7 +36,7 @@ from faithrag.llm.models import PRESETS, sha256_of
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval.retriever import InMemoryRetriever
-from faithrag.types import Passage, Question
+from faithrag.types import Passage, Question, Trace
 
 # Methods that answer by picking an option; on a free-form conflict set they get the documented
 # two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
@@ -337,15 +337,20 @@ class QAItemEvaluator:
         record: dict[str, Any] = {"id": item.id, "dataset": self.dataset.name,
                                   "method": self.spec.method, "gold": item.answers, "error": None}
         start = time.perf_counter()
+        trace = Trace()
         try:
-            return self._evaluate(item, record)
+            return self._evaluate(item, record, trace)
         except Exception as exc:  # noqa: BLE001 (one bad item must not stop the run)
+            totals = trace.totals()  # the steps that ran before the error stay in the record
             return {**record, "prediction": None, "correct": None, "parse_status": "error",
-                    "error": f"{type(exc).__name__}: {exc}", "prompt_tokens": 0,
-                    "completion_tokens": 0, "seconds": time.perf_counter() - start,
-                    "metrics": {}, "trace": {}, "extra": {}}
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "prompt_tokens": totals["prompt_tokens"],
+                    "completion_tokens": totals["completion_tokens"],
+                    "seconds": time.perf_counter() - start, "metrics": {},
+                    "trace": trace.summary() if trace.steps else {},
+                    "extra": {"warnings": trace.warnings} if trace.warnings else {}}
 
-    def _evaluate(self, item: QAItem, record: dict[str, Any]) -> dict[str, Any]:
+    def _evaluate(self, item: QAItem, record: dict[str, Any], trace: Trace) -> dict[str, Any]:
         spec, config = self.spec, self.config
         start = time.perf_counter()
         prepared = prepare(item, spec.method, spec.seed, spec.context_mode)
@@ -363,9 +368,10 @@ class QAItemEvaluator:
             passages = passages + injected
         if spec.context_mode == "item_retrieval":
             item_retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
-            result = self.build_pipeline(config, self.llm, item_retriever).run(prepared.question)
+            result = self.build_pipeline(config, self.llm, item_retriever).run(
+                prepared.question, trace=trace)
         else:
-            result = self.pipeline.run(prepared.question, passages)
+            result = self.pipeline.run(prepared.question, passages, trace)
         answer = result.answer
         correct, values = score_item(prepared, answer.text, answer.choice_index, spec.metric)
         if answer.parse_status != "ok":  # unread output answers nothing, whatever it contains

@@ -10,7 +10,8 @@ import pytest
 
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
+from faithrag.eval.datasets import Dataset, QAItem
+from faithrag.eval.runner import EvalSpec, QAItemEvaluator, ResultsFile, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
@@ -266,3 +267,24 @@ def test_an_item_that_breaks_scoring_is_recorded_and_the_run_goes_on(tmp_path):
     records = {r["id"]: r for r in ResultsFile(tmp_path / "run/results.jsonl").records}
     assert (summary["n"], summary["failed_items"]) == (3, 1)
     assert records["t::1"]["parse_status"] == "error" and "TypeError" in records["t::1"]["error"]
+
+
+def test_an_error_in_a_late_stage_keeps_the_steps_that_ran(tmp_path):
+    class BrokenVerifier:
+        def verify(self, question, passages, answer, trace):
+            with trace.step("verify", "broken"):
+                raise OSError("trusted index unreadable")
+
+    def build(config, llm, retriever):
+        return Pipeline(build_generator("vanilla", llm, config, retriever), retriever,
+                        verifier=BrokenVerifier())
+
+    item = QAItem(id="x", source="t", question="Who discovered penicillin?",
+                  context="Penicillin was discovered by Alexander Fleming.",
+                  answer="Alexander Fleming", answers=["Alexander Fleming"])
+    dataset = Dataset(name="t", path=tmp_path, split="dev", kind="qa", sha256="0", items=[item])
+    llm = FakeLLM(default="Alexander Fleming")
+    record = QAItemEvaluator(EvalSpec("t"), Config(), dataset, build, llm)(item)
+    assert record["parse_status"] == "error" and "trusted index unreadable" in record["error"]
+    assert [s["name"] for s in record["trace"]["stages"]] == ["vanilla", "broken"]
+    assert record["prompt_tokens"] > 0  # the draft's call is accounted
