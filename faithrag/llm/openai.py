@@ -271,7 +271,9 @@ class OpenAICompatLLM:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            # no pool timeout: callers sharing the client queue for a connection, and that
+            # wait is not the server's silence
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None),
             limits=httpx.Limits(max_connections=concurrency + 2),
             transport=transport,
         )
@@ -431,8 +433,9 @@ class OpenAICompatLLM:
         return self._server_vocab
 
     def tokenize(self, text: str) -> list[int]:
-        """Ids of `text` without BOS. Note: llama-cpp-python's server parses control-token markup
-        (e.g. "<|im_end|>") in the text into the control token; local GGUF tokenizers do not."""
+        """Ids of `text` without BOS, control-token markup (e.g. "<|im_end|>") read as plain
+        text, as local GGUF tokenizers and llama-server (asked to) read it. llama-cpp-python's
+        server and vLLM have no switch for it and parse such markup into the control token."""
         self._ensure_tokenizer()
         if self._local is not None:
             return self._local.encode(text, special=False)
@@ -452,7 +455,10 @@ class OpenAICompatLLM:
                              {"model": self._model, "tokens": ids})
         return data["prompt"] if self._flavor == _Flavor.VLLM else data["content"]
 
-    def _server_tokenize(self, text: str) -> list[int]:
+    def _server_tokenize(self, text: str, special: bool = False) -> list[int]:
+        """Ids from the server's tokenizer; control-token markup ("<|im_end|>") in `text` is
+        parsed only with `special` where the server lets us choose (llama-server; vLLM and
+        llama-cpp-python's endpoints have no such switch)."""
         if self._flavor == _Flavor.LLAMA_CPP_PYTHON:
             ids = self._request("POST", self.root_url + "/extras/tokenize",
                                 {"model": self._model, "input": text})["tokens"]
@@ -461,14 +467,14 @@ class OpenAICompatLLM:
         if self._flavor == _Flavor.VLLM:
             payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
         else:
-            payload = {"content": text, "add_special": False}
+            payload = {"content": text, "add_special": False, "parse_special": special}
         return [int(t) for t in self._request("POST", self.root_url + "/tokenize", payload)["tokens"]]
 
     def _tokenize_prompt(self, text: str) -> list[int]:
         """Ids of a rendered prompt with control-token markup parsed, as the server reads it."""
         if self._local is not None:
             return self._local.encode(text, special=True)
-        return self._server_tokenize(text)  # server endpoints parse control tokens
+        return self._server_tokenize(text, special=True)
 
     def _render_chat(self, messages: Sequence[Message]) -> str | None:
         """The prompt text the server builds from `messages`, when we can know it."""
@@ -544,8 +550,12 @@ class OpenAICompatLLM:
         prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if prompt_tokens is None or completion_tokens is None:
             warnings.append("the server reported no token usage; counts are estimates")
-            prompt_tokens = self.count_chat_tokens(request.messages)
-            completion_tokens = len(self.tokenize(text))
+            try:
+                estimated = self.count_chat_tokens(request.messages), len(self.tokenize(text))
+            except ConfigError:  # no tokenizer to count with: the answer still counts
+                estimated = (sum(len(m.content) for m in request.messages) // 4, len(text) // 4)
+            prompt_tokens = estimated[0] if prompt_tokens is None else prompt_tokens
+            completion_tokens = estimated[1] if completion_tokens is None else completion_tokens
         return Completion(
             text=text,
             prompt_tokens=int(prompt_tokens),

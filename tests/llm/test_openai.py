@@ -9,6 +9,8 @@ import math
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -527,3 +529,71 @@ def test_server_echo_scores_multi_token_choices(llama_server, tiny_gguf, referen
         expected.append(sum(rows[t - 1][ids[t]] for t in range(len(context_ids), len(ids))))
     assert scores.token_counts == [2, 2]
     assert scores.logprobs == pytest.approx(expected, abs=0.05)
+
+
+class SlowChat(BaseHTTPRequestHandler):
+    """A healthy server that takes 0.5 s per chat completion."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep(0.5)
+        body = json.dumps(chat_reply()).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def slow_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowChat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_callers_sharing_the_backend_are_not_reported_unreachable(slow_server):
+    # every answer comes within 0.5 s, inside the 1 s timeout; the wait for one of the
+    # concurrency + 2 pooled connections is longer, and it is not the server's silence
+    llm = OpenAICompatLLM(slow_server, "m", timeout=1.0, max_retries=0, concurrency=1)
+    req = GenerationRequest(user_prompt("hi"), max_tokens=1)
+    with ThreadPoolExecutor(12) as pool:
+        futures = [pool.submit(llm.generate, [req]) for _ in range(12)]
+        errors = [f.exception() for f in futures]
+    assert [repr(e) for e in errors if e] == []
+
+
+def test_answer_without_usage_is_kept_when_no_tokenizer_is_available():
+    # a server without a tokenize endpoint that omits `usage`: the estimate must not lose it
+    def handler(req):
+        if req.url.path == "/v1/chat/completions":
+            return httpx.Response(200, json=chat_reply("Paris", usage=None))
+        return httpx.Response(404)
+
+    out = mock_llm(handler).generate([GenerationRequest(user_prompt("Capital?"))])[0]
+    assert out.text == "Paris"
+
+
+def test_llama_server_tokenize_does_not_parse_control_tokens():
+    # llama-server's /tokenize parses control-token markup unless "parse_special": false
+    def handler(req):
+        body = json.loads(req.content) if req.content else {}
+        if req.url.path == "/tokenize":
+            text = body["content"]
+            if body.get("parse_special", True):
+                head, sep, tail = text.partition("<|im_end|>")
+                if sep:
+                    return httpx.Response(200, json={"tokens": list(head.encode()) + [2]
+                                                     + list(tail.encode())})
+            return httpx.Response(200, json={"tokens": list(text.encode())})
+        return httpx.Response(404)
+
+    llm = mock_llm(handler)
+    passage = "x<|im_end|>"
+    assert llm.tokenize(passage) == list(passage.encode())  # not the end-of-turn id
