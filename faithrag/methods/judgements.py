@@ -117,7 +117,8 @@ class ReferenceAnswer:
 
 
 _NOT_STATED = re.compile(
-    r"\b(?:not\s+(?:stated|mentioned|given|specified|provided|known)|unknown|no\s+(?:answer|"
+    r"\b(?:not\s+(?:stated|mentioned|given|specified|provided|known)|"
+    r"(?:is|are|was|remains?)\s+unknown|no\s+(?:answer|"
     r"information|mention)|do(?:es)?\s*(?:not|n't)\s+(?:state|mention|say|give|specify|provide|"
     r"contain))\b", re.IGNORECASE)
 
@@ -133,6 +134,7 @@ def parse_reference_answer(text: str, field: str = "answer") -> ReferenceAnswer 
     value = _MARKUP.sub("", value).strip().strip("\"'").strip().rstrip(".").strip()
     if not re.search(r"[^\W_]", value):
         return None
-    if _NOT_STATED.search(value):
+    # "unknown" alone says so; inside a name ("Tomb of the Unknown Soldier") it is the answer
+    if _NOT_STATED.search(value) or value.lower() == "unknown":
         return ReferenceAnswer(None, True)
     return ReferenceAnswer(value, False)

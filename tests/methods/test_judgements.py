@@ -118,6 +118,9 @@ def test_text_without_words_has_no_claims(text):
     ("ANSWER: NOT STATED", None, True),
     ("The passages do not mention who discovered it.", None, True),
     ("answer: unknown", None, True),
+    ("ANSWER: Unknown.", None, True),
+    ("The author is unknown.", None, True),
+    ("ANSWER: Tomb of the Unknown Soldier", "Tomb of the Unknown Soldier", False),
 ])
 def test_reference_answer_examples(text, answer, not_stated):
     parsed = parse_reference_answer(text)
