@@ -14,6 +14,7 @@ from faithrag.cli.common import (
     llm_from_config,
 )
 from faithrag.config import Config
+from faithrag.errors import ConfigError
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval
@@ -67,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def spec_from_args(args: argparse.Namespace, method: str) -> EvalSpec:
     if not args.dataset and not args.file:
-        raise SystemExit("faithrag eval: give --dataset NAME or --file PATH")
+        raise ConfigError("No evaluation data given.", "Give --dataset NAME or --file PATH.")
     return EvalSpec(
         dataset=args.dataset or "", method=method, rerank=args.rerank, verify=args.verify,
         limit=args.limit, seed=args.seed, context_mode=args.context, metric=args.metric,

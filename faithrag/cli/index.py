@@ -35,16 +35,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from faithrag.errors import ConfigError
     from faithrag.retrieval import ChunkSettings, build_index, open_index
 
     config = config_from_args(args)
     mode = args.mode or config.retrieval.mode
-    passages = passages_from_docs(args.path, config, args.skip_malformed)
     if args.add:
         index = open_index(args.out, use_cache=config.use_cache)
+        if args.mode and args.mode != index.manifest["mode"]:
+            raise ConfigError(f"{args.out} is a {index.manifest['mode']} index; --mode "
+                              f"{args.mode} cannot apply to the passages added to it.",
+                              "Drop --mode, or build a new index.")
+        recorded = index.manifest.get("chunking")
+        if recorded:  # added documents are chunked as the index's own were
+            config = config.model_copy(update={"retrieval": config.retrieval.model_copy(update={
+                "chunk_tokens": recorded["max_tokens"], "chunk_overlap": recorded["overlap"]})})
+        passages = passages_from_docs(args.path, config, args.skip_malformed)
         added = index.add(passages, progress=True)
         print(f"added {added} passages to {args.out} (now {len(index)})")
     else:
+        passages = passages_from_docs(args.path, config, args.skip_malformed)
         chunking = ChunkSettings(config.retrieval.chunk_tokens, config.retrieval.chunk_overlap)
         index = build_index(passages, args.out, mode, embedder=config.retrieval.embedder,
                             chunking=chunking, rrf_k=config.retrieval.rrf_k,

@@ -171,6 +171,8 @@ def _words_to_number(tokens: list[str]) -> int:
             current += _TENS[token]
         elif token == "hundred":
             current = max(current, 1) * 100
+        elif token.isdigit():  # digits before a scale word: "10 million"
+            current += int(token)
         else:  # a scale word
             total += max(current, 1) * _SCALES[token]
             current = 0
@@ -186,16 +188,18 @@ def _continues_number(previous: str, token: str) -> bool:
     if token in _TENS:
         return previous in _SCALES or previous == "hundred"
     if token == "hundred":
-        return previous in _UNITS or previous in _TENS
+        return previous in _UNITS or previous in _TENS or previous.isdigit()
     return previous != token  # a scale word: "two hundred thousand", not "thousand thousand"
 
 
 def _canonical_numbers(tokens: list[str]) -> list[str]:
-    """Number words to digits ("three" -> "3", "one hundred and five" -> "105") and ordinal
+    """Number words to digits ("three" -> "3", "one hundred and five" -> "105", "10 million"
+    -> "10000000") and ordinal
     words to "1st".."20th" (hyphenated ones such as "twenty-first" are rewritten earlier)."""
     out: list[str] = []
     run: list[str] = []
-    number_words = _UNITS.keys() | _TENS.keys() | _SCALES.keys() | {"hundred"}
+    scale_words = _SCALES.keys() | {"hundred"}
+    number_words = _UNITS.keys() | _TENS.keys() | scale_words
 
     def flush() -> None:
         if run:
@@ -203,7 +207,10 @@ def _canonical_numbers(tokens: list[str]) -> list[str]:
             run.clear()
 
     for i, token in enumerate(tokens):
-        if token in number_words:
+        if token.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in scale_words:
+            flush()  # digits that a scale word multiplies lead a number: "10 million"
+            run.append(token)
+        elif token in number_words:
             if run and not _continues_number(run[-1], token):
                 flush()
             run.append(token)

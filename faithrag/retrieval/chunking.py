@@ -100,8 +100,11 @@ def chunk_text(text: str, max_tokens: int = 250, overlap: int = 50,
         chunks.append(Chunk(text[start:end], start, end, total))
         if j == len(units):
             break
-        k, shared = j, 0  # step back over the trailing units that fit in the overlap
-        while k - 1 > i and shared + units[k - 1][2] <= overlap:
+        # step back over the trailing units that fit in the overlap and still leave room for
+        # the next unit (else the next chunk would be only the overlap, inside this one)
+        k, shared = j, 0
+        while (k - 1 > i and shared + units[k - 1][2] <= overlap
+               and shared + units[k - 1][2] + units[j][2] <= max_tokens):
             shared += units[k - 1][2]
             k -= 1
         i = k

@@ -99,7 +99,9 @@ def _load_file(path: Path, file_id: str, source: str | None, skip_malformed: boo
         result.documents.append(Document(file_id, text, title, source or file_id,
                                          {"path": str(path)}))
         return
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    # lines end at "\n" only: str.splitlines would also split inside strings that hold U+2028,
+    # U+2029 or U+0085, which JSON writers leave unescaped
+    for line_no, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

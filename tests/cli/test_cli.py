@@ -66,6 +66,28 @@ def test_index_add_then_ask_embedded_json(docs, tmp_path, capsys):
     assert isinstance(result["answer"], str)
 
 
+def test_index_add_chunks_like_the_index_was_built(tmp_path, capsys):
+    long = " ".join(f"Sentence number {i} talks about the river." for i in range(20))
+    (tmp_path / "a.txt").write_text(long)
+    (tmp_path / "b.txt").write_text(long)
+    (tmp_path / "small.toml").write_text("[retrieval]\nchunk_tokens = 16\nchunk_overlap = 0\n")
+    idx = tmp_path / "idx"
+    assert main(["index", str(tmp_path / "a.txt"), "--out", str(idx), "--config",
+                 str(tmp_path / "small.toml")]) == 0
+    assert main(["index", str(tmp_path / "b.txt"), "--out", str(idx), "--add"]) == 0
+    rows = [json.loads(line) for line in (idx / "passages.jsonl").read_text().splitlines()]
+    added = [r["text"] for r in rows if r["id"].startswith("b.txt")]
+    assert len(added) > 1 and all(len(text.split()) <= 16 for text in added)
+    assert main(["index", str(tmp_path / "b.txt"), "--out", str(idx), "--add",
+                 "--mode", "dense"]) == 2
+    assert "is a bm25 index" in capsys.readouterr().err
+
+
+def test_eval_without_data_is_a_user_error(tmp_path, capsys):
+    assert main(["eval", "--method", "vanilla", "--out", str(tmp_path / "run")]) == 2
+    assert "--dataset" in capsys.readouterr().err
+
+
 @pytest.mark.model
 def test_demo_runs_a_case(capsys):
     assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "2"]) == 0

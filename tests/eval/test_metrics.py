@@ -273,3 +273,9 @@ def test_aggregate_without_scored_items() -> None:
     assert agg["accuracy"] is None and agg["accuracy_ci"] is None
     assert agg["metrics"]["ndcg@1"]["mean"] == 0.5
     assert M.aggregate([])["n"] == 0
+
+
+def test_smart_em_reads_digits_before_a_scale_word_as_one_number():
+    assert M.smart_em("ten million", ["10 million"])
+    assert M.smart_em("200", ["2 hundred"])
+    assert not M.smart_em("5 million", ["one million"])

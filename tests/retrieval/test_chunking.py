@@ -126,3 +126,9 @@ def test_words_longer_than_a_chunk_are_cut_at_characters(words, max_tokens):
     assert all(count_visible_chars(c.text) <= max_tokens for c in chunks)
     covered = {i for c in chunks for i in range(c.start, c.end)}
     assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+
+
+def test_no_chunk_is_only_the_overlap_of_the_one_before():
+    chunks = chunk_text("Alpha beta. Gamma delta. Epsilon zeta eta theta iota.", 5, 2)
+    assert all(b.end > a.end for a, b in pairwise(chunks))
+    assert [c.text for c in chunks] == ["Alpha beta. Gamma delta.", "Epsilon zeta eta theta iota."]

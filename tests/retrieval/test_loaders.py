@@ -84,3 +84,10 @@ def test_duplicate_jsonl_ids_are_rejected(tmp_path):
     write_jsonl(tmp_path / "d.jsonl", [{"id": 1, "text": "a"}, {"id": "1", "text": "b"}])
     with pytest.raises(DataError, match="Duplicate"):
         load_documents(tmp_path)
+
+
+def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path):
+    rows = [{"id": "a", "text": "first\u2028second"}, {"id": "b", "text": "x\x85y\u2029z"}]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    assert [d.text for d in load_documents(path).documents] == [r["text"] for r in rows]
