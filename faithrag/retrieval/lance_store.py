@@ -2,8 +2,8 @@
 
 The on-disk `Index` holds every passage, its BM25 index and its vectors in memory; here they stay
 in a LanceDB table (a local folder or an object-store URI such as s3://bucket/db) and only the
-hits of a query are read. BM25 is LanceDB's native full-text index (its own tokenizer: lower
-case, English stemming and stopwords, so its scores differ from bm25s'); dense search is an exact
+hits of a query are read. BM25 is LanceDB's native full-text index over the title and text, as `Index` searches them
+(its own tokenizer: lower case, English stemming and stopwords, so its scores differ from bm25s'); dense search is an exact
 cosine scan of the stored vectors, embedded with the same embedders as `Index`; hybrid fuses the
 two rankings with the same reciprocal rank fusion. The settings an index was built with live in
 the table's schema metadata, so opening needs nothing but the URI.
@@ -28,11 +28,12 @@ from faithrag.retrieval.index import check_unique_ids, passages_to_build
 from faithrag.retrieval.searcher import index_text
 from faithrag.types import Passage
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: full-text search over an `indexed` column (title + text)
 TABLE = "passages"
 _METADATA_KEY = b"faithrag"
 _BATCH = 1024  # passages embedded and written per batch
 _COLUMNS = ["id", "text", "title", "source", "meta"]
+_INDEXED = "indexed"  # what BM25 searches: index_text (title + text), as in `Index`
 
 
 class LanceStore:
@@ -72,7 +73,7 @@ class LanceStore:
             "dense": {"embedder": embedder.name, "identity": embedder.identity,
                       "dim": embedder.dim} if dense else None,
         }
-        fields = [pa.field(name, pa.string()) for name in _COLUMNS]
+        fields = [pa.field(name, pa.string()) for name in [*_COLUMNS, _INDEXED]]
         if dense:
             fields.append(pa.field("vector", pa.list_(pa.float32(), embedder.dim)))
         schema = pa.schema(fields, metadata={_METADATA_KEY: json.dumps(manifest)})
@@ -82,7 +83,7 @@ class LanceStore:
         if store._uses_bm25:
             with warnings.catch_warnings():  # its replacement does not take FTS on a sync table
                 warnings.simplefilter("ignore", DeprecationWarning)
-                handle.create_fts_index("text", use_tantivy=False, replace=True)
+                handle.create_fts_index(_INDEXED, use_tantivy=False, replace=True)
         return store
 
     @classmethod
@@ -179,7 +180,7 @@ class LanceStore:
             return []
         from lancedb.query import MatchQuery  # words only: no phrase or operator syntax
 
-        rows = (self._table.search(MatchQuery(query, "text"), query_type="fts")
+        rows = (self._table.search(MatchQuery(query, _INDEXED), query_type="fts")
                 .select(_COLUMNS + ["_score"]).limit(depth).to_list())
         return [_passage(row).with_score(float(row["_score"])) for row in rows]
 
@@ -197,7 +198,8 @@ class LanceStore:
                           disable=not progress):
             batch = passages[start:start + _BATCH]
             rows = [{"id": p.id, "text": p.text, "title": p.title, "source": p.source,
-                     "meta": json.dumps(p.meta, ensure_ascii=False)} for p in batch]
+                     "meta": json.dumps(p.meta, ensure_ascii=False), _INDEXED: index_text(p)}
+                    for p in batch]
             if self._embedder is not None:
                 vectors = self._embedder.embed([index_text(p) for p in batch])
                 for row, vector in zip(rows, np.asarray(vectors, dtype=np.float32)):

@@ -102,3 +102,13 @@ def test_default_minilm_store_finds_a_paraphrase(tmp_path, minilm):
     LanceStore.build(passages, str(tmp_path / "db"), "dense", embedder=minilm)
     reopened = open_index(f"lancedb:{tmp_path / 'db'}")  # embedder rebuilt from its settings
     assert reopened.search("Storms caused flooding in seaside towns", 1)[0].id == "b"
+
+
+def test_bm25_searches_titles_as_the_on_disk_index_does(tmp_path):
+    passages = [Passage("a", "It was founded in 1850.", "Springfield"),
+                Passage("b", "Another town, founded 1900.", "Shelbyville")]
+    assert [p.id for p in Index.build(passages, tmp_path / "idx", "bm25").search(
+        "Springfield", 2)] == ["a"]
+    store = LanceStore.build(passages, str(tmp_path / "db"), "bm25")
+    assert [p.id for p in store.search("Springfield", 2)] == ["a"]
+    assert [p.text for p in store.search("Springfield", 2)] == ["It was founded in 1850."]
