@@ -94,17 +94,19 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_KEYS,
                                 purpose="reason")
 
+    read: list[tuple[str, str, str]] = []  # (reason, how it was read, the slot built from it)
+
     def slot(completion: Completion) -> ChoiceRequest:
-        prefix = answer_slot(llm, read_reason(completion.text)[0], slot_room)
-        return ChoiceRequest(fitted.messages, quoted, prefix, bias, purpose="score_answer")
+        reason, status = read_reason(completion.text)
+        read.append((reason, status, answer_slot(llm, reason, slot_room)))
+        return ChoiceRequest(fitted.messages, quoted, read[-1][2], bias, purpose="score_answer")
 
     variants = dict(variants or {})
     completion, every = generate_then_score(llm, request, slot, [bias, *variants.values()])
     record_completion(step, request, completion)
     answer = picked_option("score_answer", choices, every, step, variants)
-    answer.reason, status = read_reason(completion.text)
-    trimmed = answer_slot(llm, answer.reason, slot_room) != _slot(answer.reason)
-    answer.meta["reason_status"] = "trimmed" if trimmed else status
+    answer.reason, status, prefix = read[-1]
+    answer.meta["reason_status"] = "trimmed" if prefix != _slot(answer.reason) else status
     answer.raw = completion.text
     return answer
 

@@ -17,7 +17,8 @@ _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 # at a line start (so "... the old answer: 'X'" inside a reply cut mid-Reason is no field)
 _FIELD = re.compile(
     r"""(?:(?:^|[{,])\s*(?P<quote>["'])(?P<quoted>reason|answer)(?P=quote)"""
-    r"""|^[ \t]*(?P<bare>reason|answer))\s*:\s*(?:"(?P<double>(?:[^"\\]|\\.)*)"|'(?P<single>(?:[^'\\]|\\.)*)')""",
+    r"""|^[ \t]*(?P<bare>reason|answer))\s*:\s*"""
+    r"""(?:"(?P<double>(?:[^"\\]|\\.)*)"|'(?P<single>(?:[^'\\]|\\.)*)')""",
     re.IGNORECASE | re.DOTALL | re.MULTILINE)
 
 

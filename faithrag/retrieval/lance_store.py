@@ -2,11 +2,12 @@
 
 The on-disk `Index` holds every passage, its BM25 index and its vectors in memory; here they stay
 in a LanceDB table (a local folder or an object-store URI such as s3://bucket/db) and only the
-hits of a query are read. BM25 is LanceDB's native full-text index over the title and text, as `Index` searches them
-(its own tokenizer: lower case, English stemming and stopwords, so its scores differ from bm25s'); dense search is an exact
-cosine scan of the stored vectors, embedded with the same embedders as `Index`; hybrid fuses the
-two rankings with the same reciprocal rank fusion. The settings an index was built with live in
-the table's schema metadata, so opening needs nothing but the URI.
+hits of a query are read. BM25 is LanceDB's native full-text index over the title and text, as
+`Index` searches them (its own tokenizer: lower case, English stemming and stopwords, so its
+scores differ from bm25s'); dense search is an exact cosine scan of the stored vectors, embedded
+with the same embedders as `Index`; hybrid fuses the two rankings with the same reciprocal rank
+fusion. The settings an index was built with live in the table's schema metadata, so opening
+needs nothing but the URI.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ class LanceStore:
                      "meta": json.dumps(p.meta, ensure_ascii=False), _INDEXED: index_text(p)}
                     for p in batch]
             if self._embedder is not None:
-                vectors = self._embedder.embed([index_text(p) for p in batch])
+                vectors = self._embedder.embed([row[_INDEXED] for row in rows])
                 for row, vector in zip(rows, np.asarray(vectors, dtype=np.float32)):
                     row["vector"] = vector.tolist()
             self._table.add(rows)
