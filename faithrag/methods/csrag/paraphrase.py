@@ -67,6 +67,13 @@ def keep_rewrites(passage: str, outputs: Sequence[str]) -> list[str]:
     return kept
 
 
+def paraphrase_key(model: str, max_tokens: int, passage_text: str,
+                   limits: Sequence[int] = ()) -> str:
+    """The cache key of a passage's rewrites by `model` (`model_identity`) under a cap of
+    `max_tokens`; `limits` are the per-request token limits when the context window cut them."""
+    return cache_key(model, PROMPT_VERSION, max_tokens, passage_text, *limits)
+
+
 class Paraphraser:
     def __init__(self, llm: LLM, max_tokens: int = 1024, cache: JsonCache | None = None):
         self.llm = llm
@@ -100,7 +107,7 @@ class Paraphraser:
         limits: then the limits are part of the key, so rewrites cut short in a small window
         are not served to a larger one."""
         limits = [r.max_tokens for r in requests] if window_bound else []
-        return cache_key(self.model, PROMPT_VERSION, self.max_tokens, passage.text, *limits)
+        return paraphrase_key(self.model, self.max_tokens, passage.text, limits)
 
     def _cached(self, key: str) -> Paraphrases | None:
         entry = self.cache.get(key) if self.cache else None
