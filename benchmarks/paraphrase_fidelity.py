@@ -6,12 +6,14 @@ rewrites' length against the passage.
 
 With `--enhanced RUN --original RUN` the items are also split by how the enhanced context without
 the bias (cell a=0 b=0 of a csrag run made with `csrag.ablation_grid`) fared against a run on the
-original context (e.g. cot_json_scored): lost, gained, unchanged. A check that flags the lost
-items more often than the unchanged ones points at the rewrites as the cause of the loss.
+original context: lost, gained, unchanged. A check that flags the lost items more often than the
+unchanged ones points at the rewrites as the cause of the loss. Either run may be written
+`RUN@CELL` to read one ablation cell: the cleanest original-context run is the same csrag run
+with `csrag.enhance_context=false`, read at its own cell a=0 b=0 (same decoding settings).
 
     python benchmarks/paraphrase_fidelity.py kre_musique --limit 100 \
       --enhanced results/csrag/json-scored/kre_musique-csrag_json_scored \
-      --original results/csrag/json-scored/kre_musique-cot_json_scored
+      --original "results/csrag/json-scored/kre_musique-csrag_json_scored-original@a=0 b=0"
 
 The cache is the one `faithrag eval --method csrag*` or `faithrag index --paraphrase` filled on
 this machine ($FAITHRAG_CACHE/csrag/paraphrases); items without an entry are counted apart.
@@ -86,9 +88,12 @@ def item_fidelity(item: QAItem, cache: JsonCache, model: str, cap: int) -> Fidel
     return Fidelity(flags, sum(lengths) / len(lengths)) if lengths else None
 
 
-def _outcomes(run: Path, cell: str | None) -> dict[str, bool]:
+def _outcomes(run_arg: str, default_cell: str | None) -> dict[str, bool]:
+    """Item id -> right, from a run's records, or from one ablation cell (`RUN@CELL`)."""
+    run, _, cell = run_arg.partition("@")
+    cell = cell or default_cell
     outcomes = {}
-    with open(run / "results.jsonl", encoding="utf-8") as f:
+    with open(Path(run) / "results.jsonl", encoding="utf-8") as f:
         for line in filter(str.strip, f):
             record = json.loads(line)
             if cell is None:
@@ -101,9 +106,9 @@ def _outcomes(run: Path, cell: str | None) -> dict[str, bool]:
     return outcomes
 
 
-def groups(enhanced: Path, original: Path) -> dict[str, str]:
-    """Item id -> lost / gained / unchanged, the enhanced context's unbiased cell against the
-    original-context run, over the items both scored."""
+def groups(enhanced: str, original: str) -> dict[str, str]:
+    """Item id -> lost / gained / unchanged, the enhanced context's unbiased cell (or the cell
+    `enhanced` names) against the original-context run, over the items both scored."""
     ours, theirs = _outcomes(enhanced, "a=0 b=0"), _outcomes(original, None)
     return {i: ("lost" if theirs[i] and not ours[i] else "gained" if ours[i] and not theirs[i]
                 else "unchanged") for i in ours.keys() & theirs.keys()}
@@ -135,8 +140,8 @@ def main() -> None:
                         help="the model identity the cache is keyed on (backend class:model)")
     parser.add_argument("--cap", type=int, default=CSRAGConfig().paraphrase_tokens,
                         help="csrag.paraphrase_tokens of the run that filled the cache")
-    parser.add_argument("--enhanced", type=Path, help="csrag run with csrag.ablation_grid")
-    parser.add_argument("--original", type=Path, help="run on the original context")
+    parser.add_argument("--enhanced", help="csrag run with csrag.ablation_grid [@CELL]")
+    parser.add_argument("--original", help="run on the original context [@CELL]")
     args = parser.parse_args()
     if (args.enhanced is None) != (args.original is None):
         parser.error("--enhanced and --original go together")

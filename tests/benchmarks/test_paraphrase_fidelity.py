@@ -71,8 +71,11 @@ def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_
     (original / "results.jsonl").write_text(
         json.dumps({"id": "t::0", "correct": True}) + "\n" +
         json.dumps({"id": "t::1", "correct": False}) + "\n")
-    group_of = paraphrase_fidelity.groups(tmp_path / "run", original)
+    group_of = paraphrase_fidelity.groups(str(tmp_path / "run"), str(original))
     assert group_of == {"t::0": "lost", "t::1": "unchanged"}
+    # a cell on the original side: this biased cell picks Sydney, so both items count as lost
+    assert set(paraphrase_fidelity.groups(str(tmp_path / "run"),
+                                          f"{tmp_path / 'run'}@a=-5 b=3").values()) == {"lost"}
     table = paraphrase_fidelity.table(dict(zip(["t::0", "t::1"], found)), group_of)
     assert table[2].startswith("| all with rewrites | 2 | 0 | 2 | 2 |")
     assert table[3].startswith("| lost | 1 |") and table[4] == "| gained | 0 |" + " |" * 6
