@@ -100,9 +100,14 @@ def _outcomes(run_arg: str, default_cell: str | None) -> dict[str, bool]:
                 if record.get("correct") is not None:
                     outcomes[record["id"]] = bool(record["correct"])
                 continue
+            if record.get("parse_status") == "skipped":
+                continue
             variants = (record.get("extra") or {}).get("variants") or {}
-            if cell in variants:
-                outcomes[record["id"]] = variants[cell]["choice_index"] == record["gold_index"]
+            if variants and cell not in variants:
+                raise SystemExit(f"{run} has no cell {cell!r}; it has {', '.join(variants)}")
+            # an item that failed before its options were scored counts as wrong, as in csrag_grid
+            outcomes[record["id"]] = (bool(variants) and
+                                      variants[cell]["choice_index"] == record["gold_index"])
     return outcomes
 
 

@@ -3,6 +3,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import EvalSpec, run_eval
@@ -76,6 +78,8 @@ def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_
     # a cell on the original side: this biased cell picks Sydney, so both items count as lost
     assert set(paraphrase_fidelity.groups(str(tmp_path / "run"),
                                           f"{tmp_path / 'run'}@a=-5 b=3").values()) == {"lost"}
+    with pytest.raises(SystemExit, match="has no cell 'a=9 b=9'"):
+        paraphrase_fidelity.groups(f"{tmp_path / 'run'}@a=9 b=9", str(original))
     table = paraphrase_fidelity.table(dict(zip(["t::0", "t::1"], found)), group_of)
     assert table[2].startswith("| all with rewrites | 2 | 0 | 2 | 2 |")
     assert table[3].startswith("| lost | 1 |") and table[4] == "| gained | 0 |" + " |" * 6
