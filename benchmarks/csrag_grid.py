@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from statistics import median
 
-from faithrag.eval.metrics import paired_difference, wilson_interval
+from faithrag.eval.metrics import cell_correct, paired_difference, wilson_interval
 from faithrag.methods.csrag import ABLATION_GRID
 
 BASELINE = "a=0 b=0"
@@ -34,12 +34,10 @@ def cell_outcomes(records: list[dict]) -> tuple[dict[str, list[bool]], int]:
     for record in records:
         if record.get("parse_status") == "skipped":
             continue  # no two-way choice for this item
-        variants = (record.get("extra") or {}).get("variants")
-        if not variants:  # the item failed before its options were scored
+        if not (record.get("extra") or {}).get("variants"):  # failed before its options were scored
             failed += 1
         for label, seen in outcomes.items():
-            seen.append(bool(variants) and
-                        variants[label]["choice_index"] == record.get("gold_index"))
+            seen.append(bool(cell_correct(record, label)))
     return outcomes, failed
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import paired_difference, record_correct, wilson_interval
+from faithrag.eval.metrics import cell_correct, paired_difference, record_correct, wilson_interval
 from faithrag.eval.report import load_run
 
 
@@ -25,16 +25,11 @@ def scored(run_arg: str) -> tuple[str, dict[str, bool]]:
     if not cell:
         return run.dataset, {r["id"]: c for r in run.records
                              if (c := record_correct(r)) is not None}
-    outcomes = {}
-    for r in run.records:
-        if r.get("parse_status") == "skipped":
-            continue
-        variants = (r.get("extra") or {}).get("variants") or {}
-        if variants and cell not in variants:
-            raise SystemExit(f"{run_dir} has no cell {cell!r}; it has {', '.join(variants)}")
-        # an item that failed before its options were scored counts as wrong, as in csrag_grid
-        outcomes[r["id"]] = bool(variants) and variants[cell]["choice_index"] == r["gold_index"]
-    return run.dataset, outcomes
+    try:
+        return run.dataset, {r["id"]: c for r in run.records
+                             if (c := cell_correct(r, cell)) is not None}
+    except ValueError as err:
+        raise SystemExit(f"{run_dir} {err}") from None
 
 
 def parse_slice(text: str) -> slice:

@@ -30,6 +30,7 @@ from statistics import median
 
 from faithrag.config import CSRAGConfig, cache_dir
 from faithrag.eval.datasets import QAItem, load_dataset
+from faithrag.eval.metrics import cell_correct, record_correct
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.paraphrase import paraphrase_key
 from faithrag.methods.csrag.token_sets import stopwords
@@ -92,23 +93,13 @@ def _outcomes(run_arg: str, default_cell: str | None) -> dict[str, bool]:
     """Item id -> right, from a run's records, or from one ablation cell (`RUN@CELL`)."""
     run, _, cell = run_arg.partition("@")
     cell = cell or default_cell
-    outcomes = {}
     with open(Path(run) / "results.jsonl", encoding="utf-8") as f:
-        for line in filter(str.strip, f):
-            record = json.loads(line)
-            if cell is None:
-                if record.get("correct") is not None:
-                    outcomes[record["id"]] = bool(record["correct"])
-                continue
-            if record.get("parse_status") == "skipped":
-                continue
-            variants = (record.get("extra") or {}).get("variants") or {}
-            if variants and cell not in variants:
-                raise SystemExit(f"{run} has no cell {cell!r}; it has {', '.join(variants)}")
-            # an item that failed before its options were scored counts as wrong, as in csrag_grid
-            outcomes[record["id"]] = (bool(variants) and
-                                      variants[cell]["choice_index"] == record["gold_index"])
-    return outcomes
+        records = [json.loads(line) for line in f if line.strip()]
+    try:
+        return {r["id"]: c for r in records
+                if (c := cell_correct(r, cell) if cell else record_correct(r)) is not None}
+    except ValueError as err:
+        raise SystemExit(f"{run} {err}") from None
 
 
 def groups(enhanced: str, original: str) -> dict[str, str]:

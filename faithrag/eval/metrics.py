@@ -433,6 +433,21 @@ def record_correct(record: Mapping[str, Any]) -> bool | None:
     return None
 
 
+def cell_correct(record: Mapping[str, Any], cell: str) -> bool | None:
+    """A record's correctness in one ablation cell of a run made with `csrag.ablation_grid` (the
+    cell's pick, read off the same forward pass): None for an item with no two-way choice
+    (skipped); an item that failed before its options were scored counts as wrong. ValueError
+    when the record has cells but not this one."""
+    if record.get("parse_status") == "skipped":
+        return None
+    variants = (record.get("extra") or {}).get("variants") or {}
+    if not variants:
+        return False
+    if cell not in variants:
+        raise ValueError(f"has no cell {cell!r}; it has {', '.join(variants)}")
+    return variants[cell]["choice_index"] == record.get("gold_index")
+
+
 def _is_number(value: Any) -> bool:
     """A finite int/float; booleans count (as 0/1)."""
     return isinstance(value, (int, float)) and math.isfinite(value)

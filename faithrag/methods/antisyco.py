@@ -21,9 +21,10 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      contain any reference answer. A reference answer that is not in the anti-context (less
      than half of its words occur there) is the model's memory, not the knowledge base, and a
      reply that the passages do not say ("not stated", "unknown") is no answer: both
-     contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state contradictions; on a
-     probe of 8 claims it called every one CONTRADICTED, or every one TRUE, depending on the
-     wording. It answers questions from passages well, which is all this mode asks of it.
+     contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state
+     contradictions; on a probe of 8 claims it called every one CONTRADICTED, or every one
+     TRUE, depending on the wording. It answers questions from passages well, which is all this
+     mode asks of it.
 4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold: the answer is
    redone from the contradicting trusted passages (told that an earlier answer contradicted
    them, but not shown it). Otherwise FALLBACK when relevance <

@@ -279,3 +279,15 @@ def test_smart_em_reads_digits_before_a_scale_word_as_one_number():
     assert M.smart_em("ten million", ["10 million"])
     assert M.smart_em("200", ["2 hundred"])
     assert not M.smart_em("5 million", ["one million"])
+
+
+def test_cell_correct_reads_one_ablation_cell_and_counts_a_failed_item_wrong():
+    record = {"gold_index": 1, "parse_status": "ok", "correct": True,
+              "extra": {"variants": {"a=0 b=0": {"choice_index": 0},
+                                     "a=-1 b=3": {"choice_index": 1}}}}
+    assert M.cell_correct(record, "a=0 b=0") is False
+    assert M.cell_correct(record, "a=-1 b=3") is True
+    assert M.cell_correct({"parse_status": "error", "extra": {}}, "a=0 b=0") is False
+    assert M.cell_correct({"parse_status": "skipped"}, "a=0 b=0") is None
+    with pytest.raises(ValueError, match="has no cell 'a=9 b=9'; it has a=0 b=0, a=-1 b=3"):
+        M.cell_correct(record, "a=9 b=9")
