@@ -15,21 +15,16 @@ from __future__ import annotations
 import argparse
 
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import cell_correct, paired_difference, record_correct, wilson_interval
-from faithrag.eval.report import load_run
+from faithrag.eval.metrics import paired_difference, wilson_interval
+from faithrag.eval.report import run_outcomes
 
 
 def scored(run_arg: str) -> tuple[str, dict[str, bool]]:
-    run_dir, _, cell = run_arg.partition("@")
-    run = load_run(run_dir)
-    if not cell:
-        return run.dataset, {r["id"]: c for r in run.records
-                             if (c := record_correct(r)) is not None}
     try:
-        return run.dataset, {r["id"]: c for r in run.records
-                             if (c := cell_correct(r, cell)) is not None}
+        run, outcomes = run_outcomes(run_arg)
     except ValueError as err:
-        raise SystemExit(f"{run_dir} {err}") from None
+        raise SystemExit(str(err)) from None
+    return run.dataset, outcomes
 
 
 def parse_slice(text: str) -> slice:

@@ -22,15 +22,13 @@ this machine ($FAITHRAG_CACHE/csrag/paraphrases); items without an entry are cou
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import median
 
 from faithrag.config import CSRAGConfig, cache_dir
 from faithrag.eval.datasets import QAItem, load_dataset
-from faithrag.eval.metrics import cell_correct, record_correct
+from faithrag.eval.report import run_outcomes
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.paraphrase import paraphrase_key
 from faithrag.methods.csrag.token_sets import stopwords
@@ -90,16 +88,10 @@ def item_fidelity(item: QAItem, cache: JsonCache, model: str, cap: int) -> Fidel
 
 
 def _outcomes(run_arg: str, default_cell: str | None) -> dict[str, bool]:
-    """Item id -> right, from a run's records, or from one ablation cell (`RUN@CELL`)."""
-    run, _, cell = run_arg.partition("@")
-    cell = cell or default_cell
-    with open(Path(run) / "results.jsonl", encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
     try:
-        return {r["id"]: c for r in records
-                if (c := cell_correct(r, cell) if cell else record_correct(r)) is not None}
+        return run_outcomes(run_arg, default_cell)[1]
     except ValueError as err:
-        raise SystemExit(f"{run} {err}") from None
+        raise SystemExit(str(err)) from None
 
 
 def groups(enhanced: str, original: str) -> dict[str, str]:

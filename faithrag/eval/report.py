@@ -67,7 +67,7 @@ from typing import Any
 
 from faithrag.config import Config
 from faithrag.errors import DataError
-from faithrag.eval.metrics import aggregate, paired_difference, record_correct
+from faithrag.eval.metrics import aggregate, cell_correct, paired_difference, record_correct
 from faithrag.eval.rank_runner import summarize_rank_records
 
 RESULTS_FILE = "results.jsonl"
@@ -148,6 +148,19 @@ def load_run(run_dir: str | Path) -> Run:
                 del by_id[record["id"]]  # keep the later record, in its position
             by_id[record["id"]] = record
     return Run(path, manifest, list(by_id.values()), skipped, duplicates)
+
+
+def run_outcomes(run_arg: str, default_cell: str | None = None) -> tuple[Run, dict[str, bool]]:
+    """A run and its item id -> right map, over the items it scored. `run_arg` is a run
+    directory, or `RUN@CELL` for one ablation cell of a run made with `csrag.ablation_grid`
+    (`default_cell` when none is written). ValueError when the run has no such cell."""
+    run_dir, _, cell = run_arg.partition("@")
+    run, cell = load_run(run_dir), cell or default_cell
+    try:
+        return run, {r["id"]: c for r in run.records
+                     if (c := cell_correct(r, cell) if cell else record_correct(r)) is not None}
+    except ValueError as err:
+        raise ValueError(f"{run_dir} {err}") from None
 
 
 def find_run_dirs(paths: Sequence[str | Path]) -> list[Path]:

@@ -70,6 +70,7 @@ def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_
     # the original-context run: right on t::0, wrong on t::1; the unbiased cell picks Canberra
     original = tmp_path / "original"
     original.mkdir()
+    (original / "manifest.json").write_text(json.dumps({"dataset": "set", "method": "vanilla"}))
     (original / "results.jsonl").write_text(
         json.dumps({"id": "t::0", "correct": True}) + "\n" +
         json.dumps({"id": "t::1", "correct": False}) + "\n")

@@ -8,7 +8,14 @@ import pytest
 from faithrag.cli import main
 from faithrag.errors import DataError
 from faithrag.eval.metrics import aggregate, mcnemar_exact_p, wilson_interval
-from faithrag.eval.report import Run, distractor_series, find_run_dirs, load_run, report
+from faithrag.eval.report import (
+    Run,
+    distractor_series,
+    find_run_dirs,
+    load_run,
+    report,
+    run_outcomes,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -224,3 +231,18 @@ def test_common_cuts_each_dataset_to_the_items_all_its_runs_hold(runs: list[Path
     assert "cut to the items all runs on its dataset hold" in files.table.read_text()
     plain = json.loads(report([runs[0], short], tmp_path / "plain").summary.read_text())
     assert [r["aggregate"]["n_scored"] for r in plain["runs"]] == [20, 4]
+
+
+def test_run_outcomes_reads_a_run_or_one_ablation_cell_of_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"dataset": "set", "method": "csrag"}))
+    cells = {"a=0 b=0": {"choice_index": 0}, "a=-1 b=3": {"choice_index": 1}}
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "x", "correct": True, "gold_index": 1, "extra": {"variants": cells}},
+        {"id": "y", "correct": None, "parse_status": "skipped"}]))
+    assert run_outcomes(str(run))[1] == {"x": True}
+    assert run_outcomes(str(run), default_cell="a=0 b=0")[1] == {"x": False}
+    assert run_outcomes(f"{run}@a=-1 b=3", default_cell="a=0 b=0")[1] == {"x": True}
+    with pytest.raises(ValueError, match=f"{run} has no cell 'a=9 b=9'"):
+        run_outcomes(f"{run}@a=9 b=9")
