@@ -1,0 +1,173 @@
+"""CSRAG's main table in the scored JSON mode, one row per dataset, from the run directories
+under the given folders (e.g. `results/csrag/json-scored`). Each run's role is read from its
+manifest, not its name:
+
+- closed_book, vanilla: runs of those methods;
+- CSRAG, original context: csrag_json_scored with `csrag.enhance_context = false`;
+- CSRAG, full method: csrag_json_scored with the enhanced context;
+- same-prompt baseline: the unbiased cell `a=0 b=0` of the original-context CSRAG run when it
+  was made with `csrag.ablation_grid` (the same Reason, decoded alike, scored without the
+  bias); otherwise the cot_json_scored run with the most items.
+
+Runs with the item's golden context (`--context golden`, the non-conflict check) get a table of
+their own. Every comparison is paired over the items both runs scored; "errors removed" is the
+share of the baseline's errors there that CSRAG gets right, net of those it newly gets wrong.
+
+    python benchmarks/csrag_main_table.py results/csrag/json-scored
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from faithrag.eval.metrics import paired_difference, wilson_interval
+from faithrag.eval.report import Run, find_run_dirs, run_outcomes
+
+UNBIASED = "a=0 b=0"
+
+
+@dataclass
+class Row:
+    """The outcomes (item id -> right) of each role on one dataset and context mode."""
+    dataset: str
+    context: str
+    outcomes: dict[str, dict[str, bool]] = field(default_factory=dict)
+    baseline_source: str = ""
+
+
+def role(run: Run) -> str | None:
+    if run.method in ("closed_book", "vanilla"):
+        return run.method
+    if run.method == "csrag_json_scored":
+        enhanced = run.manifest.get("config", {}).get("csrag", {}).get("enhance_context", True)
+        return "full" if enhanced else "original"
+    if run.method == "cot_json_scored":
+        return "cot_json_scored"
+    return None
+
+
+def collect(paths: list[str]) -> list[Row]:
+    rows: dict[tuple[str, str], Row] = {}
+    cot_runs: dict[tuple[str, str], tuple[str, dict[str, bool]]] = {}
+    for run_dir in find_run_dirs(paths):
+        run, outcomes = run_outcomes(str(run_dir))
+        kind = role(run)
+        if kind is None:
+            continue
+        key = (run.dataset, str(run.manifest.get("context_mode", "given")))
+        row = rows.setdefault(key, Row(*key))
+        if kind == "cot_json_scored":
+            if len(outcomes) > len(cot_runs.get(key, ("", {}))[1]):
+                cot_runs[key] = (run_dir.name, outcomes)
+            continue
+        if kind in row.outcomes:
+            raise SystemExit(f"two {kind} runs for {key[0]} ({key[1]} context); "
+                             f"pass the folders of one of them")
+        row.outcomes[kind] = outcomes
+        if kind == "original" and run.manifest.get("config", {}).get("csrag", {}).get(
+                "ablation_grid"):
+            row.outcomes["baseline"] = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
+            row.baseline_source = f"{run_dir.name}@{UNBIASED}"
+    for key, (name, outcomes) in cot_runs.items():
+        if "baseline" not in rows[key].outcomes:
+            rows[key].outcomes["baseline"] = outcomes
+            rows[key].baseline_source = name
+    return sorted(rows.values(), key=lambda r: (r.context != "given", r.dataset, r.context))
+
+
+def accuracy(outcomes: dict[str, bool] | None) -> str:
+    if not outcomes:
+        return "–"
+    right, n = sum(outcomes.values()), len(outcomes)
+    lo, hi = wilson_interval(right, n)
+    return f"{100 * right / n:.1f} [{100 * lo:.0f}, {100 * hi:.0f}] (n {n})"
+
+
+def paired(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict | None:
+    ids = sorted(set(a or ()) & set(b or ()))
+    if not ids:
+        return None
+    result = paired_difference([a[i] for i in ids], [b[i] for i in ids])
+    baseline_errors = sum(not b[i] for i in ids)
+    result["errors_removed"] = ((baseline_errors - sum(not a[i] for i in ids)) / baseline_errors
+                                if baseline_errors else None)
+    return result
+
+
+def difference(result: dict | None) -> str:
+    if result is None:
+        return "–"
+    lo, hi = result["difference_ci"]
+    return (f"{100 * result['difference']:+.1f} [{100 * lo:+.0f}, {100 * hi:+.0f}] "
+            f"({result['only_a']} / {result['only_b']}, p {result['mcnemar_p']:.2f})")
+
+
+def removed(result: dict | None) -> str:
+    if result is None or result["errors_removed"] is None:
+        return "–"
+    return f"{100 * result['errors_removed']:.0f} %"
+
+
+def main_table(rows: list[Row]) -> list[str]:
+    lines = [("| set | closed-book | vanilla | same-prompt baseline | CSRAG, original context "
+              "| CSRAG, full method | errors removed (original / full) | full − vanilla "
+              "| original − vanilla |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    shares: dict[str, list[float]] = {"original": [], "full": []}
+    for row in rows:
+        o = row.outcomes
+        against_baseline = {k: paired(o.get(k), o.get("baseline")) for k in shares}
+        for kind, result in against_baseline.items():
+            if result is not None and result["errors_removed"] is not None:
+                shares[kind].append(result["errors_removed"])
+        lines.append(
+            f"| {row.dataset} | {accuracy(o.get('closed_book'))} | {accuracy(o.get('vanilla'))} "
+            f"| {accuracy(o.get('baseline'))} | {accuracy(o.get('original'))} "
+            f"| {accuracy(o.get('full'))} | {removed(against_baseline['original'])} / "
+            f"{removed(against_baseline['full'])} "
+            f"| {difference(paired(o.get('full'), o.get('vanilla')))} "
+            f"| {difference(paired(o.get('original'), o.get('vanilla')))} |")
+    lines.append("")
+    for kind, values in shares.items():
+        if values:
+            lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "
+                         f"{100 * sum(values) / len(values):.0f} %")
+    return lines
+
+
+def golden_table(rows: list[Row]) -> list[str]:
+    lines = [("| set (golden context) | same-prompt baseline | CSRAG, original context "
+              "| CSRAG − baseline |"), "|---|---|---|---|"]
+    for row in rows:
+        o = row.outcomes
+        lines.append(f"| {row.dataset} | {accuracy(o.get('baseline'))} "
+                     f"| {accuracy(o.get('original'))} "
+                     f"| {difference(paired(o.get('original'), o.get('baseline')))} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", help="run directories or folders holding them")
+    args = parser.parse_args()
+    rows = collect(args.folders)
+    if not rows:
+        raise SystemExit("no closed_book, vanilla, cot_json_scored or csrag_json_scored runs found")
+    given = [r for r in rows if r.context == "given"]
+    golden = [r for r in rows if r.context == "golden"]
+    lines = main_table(given) if given else []
+    if golden:
+        lines += ([""] if lines else []) + golden_table(golden)
+    others = [r for r in rows if r.context not in ("given", "golden")]
+    if others:
+        lines += ["", "Left out (other context modes): "
+                  + ", ".join(f"{r.dataset} ({r.context})" for r in others)]
+    lines += ["", "Same-prompt baselines: "
+              + "; ".join(f"{r.dataset}{'' if r.context == 'given' else f' ({r.context})'}: "
+                          f"{r.baseline_source or 'none'}" for r in rows)]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

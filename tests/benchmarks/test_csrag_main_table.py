@@ -1,0 +1,79 @@
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "csrag_main_table", Path(__file__).resolve().parents[2] / "benchmarks" / "csrag_main_table.py")
+main_table = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = main_table  # its dataclass looks its module up
+_spec.loader.exec_module(main_table)
+
+
+def write_run(folder: Path, name: str, method: str, right: list[bool], *, context="given",
+              enhance=True, unbiased: list[bool] | None = None) -> None:
+    """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells."""
+    run = folder / name
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({
+        "dataset": "set", "method": method, "context_mode": context,
+        "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None}}}))
+    records = []
+    for i, ok in enumerate(right):
+        record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok"}
+        if unbiased is not None:
+            record["extra"] = {"variants": {
+                "a=-1 b=3": {"choice_index": 0 if ok else 1},
+                "a=0 b=0": {"choice_index": 0 if unbiased[i] else 1}}}
+        records.append(json.dumps(record))
+    (run / "results.jsonl").write_text("\n".join(records) + "\n")
+
+
+def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_path):
+    write_run(tmp_path, "b", "vanilla", [True] * 8 + [False] * 2)
+    write_run(tmp_path, "c", "csrag_json_scored", [True] * 9 + [False], enhance=False,
+              unbiased=[True] * 6 + [False] * 4)
+    write_run(tmp_path, "d", "csrag_json_scored", [True] * 7 + [False] * 3,
+              unbiased=[True] * 7 + [False] * 3)
+    write_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
+
+    [row] = main_table.collect([str(tmp_path)])
+    assert row.baseline_source == "c@a=0 b=0"
+    assert sum(row.outcomes["baseline"].values()) == 6
+    lines = main_table.main_table([row])
+    # original: 4 baseline errors -> 1 (75 %); full: 4 -> 3 (25 %)
+    assert "| 75 % / 25 % |" in lines[2]
+    assert "Errors removed, original, mean over 1 set(s): 75 %" in lines
+    assert lines[2].startswith("| set | – | 80.0 [49, 94] (n 10) | 60.0")
+
+
+def test_errors_removed_is_net_of_items_newly_lost(tmp_path):
+    result = main_table.paired({"a": True, "b": False, "c": False, "d": True},
+                               {"a": False, "b": False, "c": True, "d": True})
+    # baseline wrong on a, b; CSRAG turns a right and c wrong: 2 errors -> 2 errors
+    assert result["errors_removed"] == 0.0
+    assert main_table.paired({"a": True}, {"a": True})["errors_removed"] is None
+
+
+def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path):
+    write_run(tmp_path, "small", "cot_json_scored", [False] * 3)
+    write_run(tmp_path, "large", "cot_json_scored", [True] * 5)
+    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
+    [row] = main_table.collect([str(tmp_path)])
+    assert row.baseline_source == "large"
+
+
+def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path):
+    write_run(tmp_path, "g", "csrag_json_scored", [True] * 4, context="golden", enhance=False,
+              unbiased=[True] * 4)
+    write_run(tmp_path, "v", "vanilla", [True] * 4)
+    rows = main_table.collect([str(tmp_path)])
+    assert [(r.context, sorted(r.outcomes)) for r in rows] == [
+        ("given", ["vanilla"]), ("golden", ["baseline", "original"])]
+    assert "+0.0" in main_table.golden_table([rows[1]])[2]
+
+    write_run(tmp_path, "v2", "vanilla", [False] * 4)
+    with pytest.raises(SystemExit, match="two vanilla runs for set"):
+        main_table.collect([str(tmp_path)])
