@@ -28,8 +28,13 @@ BASELINE = "a=0 b=0"
 
 
 def cell_outcomes(records: list[dict]) -> tuple[dict[str, list[bool]], int]:
-    """Per cell label, whether each scored item was answered right; and how many failed."""
-    outcomes: dict[str, list[bool]] = {cell.label: [] for cell in ABLATION_GRID}
+    """Per cell label, whether each scored item was answered right; and how many failed. The
+    cells are those of the grid that every scored item has (a run made before a cell was added
+    to the grid lacks it)."""
+    scored = [(r.get("extra") or {}).get("variants") for r in records]
+    scored = [variants for variants in scored if variants]
+    outcomes: dict[str, list[bool]] = {cell.label: [] for cell in ABLATION_GRID
+                                       if all(cell.label in v for v in scored)}
     failed = 0
     for record in records:
         if record.get("parse_status") == "skipped":

@@ -115,6 +115,7 @@ class CSRAGConfig(_Strict):
     beta: float = 3.0  # on the enhanced context
     enhance_context: bool = True  # append two paraphrases of each passage
     filter_stopwords: bool = True  # drop NLTK English stopwords and punctuation from both sets
+    case_variants: bool = False  # also each word's lower-cased and capitalised spellings
     # choices: score the options, bias applied; json_scored: the JSON reply's Reason unbiased,
     # then the options scored in its Answer slot with the bias
     answer_mode: Literal["json", "choices", "json_scored"] = "json"

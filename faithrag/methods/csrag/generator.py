@@ -32,18 +32,21 @@ class AblationCell(NamedTuple):
     alpha: float
     beta: float
     filter_stopwords: bool = True
+    case_variants: bool = False
 
     @property
     def label(self) -> str:
-        return f"a={self.alpha:g} b={self.beta:g}" + ("" if self.filter_stopwords else " +stop")
+        return (f"a={self.alpha:g} b={self.beta:g}" + ("" if self.filter_stopwords else " +stop")
+                + (" +case" if self.case_variants else ""))
 
 
 # The paper's decoding ablations: alpha swept at beta = 3, beta swept at alpha = -1, boost only
-# (0, 3), suppress only (-1, 0), neither (0, 0: plain choice scoring), stopwords not filtered.
+# (0, 3), suppress only (-1, 0), neither (0, 0: plain choice scoring), stopwords not filtered;
+# and ours: the sets with each word's case variants (token_sets).
 ABLATION_GRID = (
     AblationCell(0, 0), AblationCell(0, 3), AblationCell(-1, 3), AblationCell(-3, 3),
     AblationCell(-5, 3), AblationCell(-1, 0), AblationCell(-1, 1), AblationCell(-1, 5),
-    AblationCell(-1, 3, filter_stopwords=False))
+    AblationCell(-1, 3, filter_stopwords=False), AblationCell(-1, 3, case_variants=True))
 
 
 def enhanced_context(passages: list[Passage], paraphrases: list[Paraphrases]) -> list[Passage]:
@@ -96,10 +99,12 @@ class CSRAG:
                     "failed": sum(para.status == "failed" for para in paraphrases)}
 
         with trace.step("bias", self.name, alpha=cfg.alpha, beta=cfg.beta,
-                        filter_stopwords=cfg.filter_stopwords) as step:
-            parametric = content_token_ids(self.llm, facts.text, cfg.filter_stopwords)
+                        filter_stopwords=cfg.filter_stopwords,
+                        case_variants=cfg.case_variants) as step:
+            parametric = content_token_ids(self.llm, facts.text, cfg.filter_stopwords,
+                                           cfg.case_variants)
             evidence = content_token_ids(self.llm, "\n".join(p.text for p in context),
-                                         cfg.filter_stopwords)
+                                         cfg.filter_stopwords, cfg.case_variants)
             bias = csrag_bias(parametric, evidence, cfg.alpha, cfg.beta)
             variants = self._ablation_biases(facts.text, context, parametric, evidence)
             step.outputs = {
@@ -122,14 +127,18 @@ class CSRAG:
     def _ablation_biases(self, facts: str, context: list[Passage], parametric: set[int],
                          evidence: set[int]) -> dict[str, TokenBias]:
         """Every ablation cell's bias; `parametric` and `evidence` are the sets built with the
-        config's stopword setting, the other setting's sets are built here."""
-        if not self.config.ablation_grid:
+        config's stopword and case settings, the sets of a cell's other settings are built here."""
+        cfg = self.config
+        if not cfg.ablation_grid:
             return {}
-        other = not self.config.filter_stopwords
-        sets = {self.config.filter_stopwords: (parametric, evidence),
-                other: (content_token_ids(self.llm, facts, other),
-                        content_token_ids(self.llm, "\n".join(p.text for p in context), other))}
-        return {cell.label: csrag_bias(*sets[cell.filter_stopwords], cell.alpha, cell.beta)
+        text = "\n".join(p.text for p in context)
+        sets = {(cfg.filter_stopwords, cfg.case_variants): (parametric, evidence)}
+        for key in {(cell.filter_stopwords, cell.case_variants) for cell in ABLATION_GRID}:
+            if key not in sets:
+                sets[key] = (content_token_ids(self.llm, facts, *key),
+                             content_token_ids(self.llm, text, *key))
+        return {cell.label: csrag_bias(*sets[cell.filter_stopwords, cell.case_variants],
+                                       cell.alpha, cell.beta)
                 for cell in ABLATION_GRID}
 
     def _answer(self, question: Question, context: list[Passage], bias: TokenBias,

@@ -7,9 +7,14 @@ Word-initial variants: a BPE vocabulary spells a word differently at the start o
 a quote ("Sydney") than after a space (" Sydney"). In running text nearly every word carries the
 leading space, but CSRAG's JSON answer starts right after a quote (`"Answer": "Sydney"`), so the
 space-less spelling is what the model emits for the answer's first word. Each word therefore adds
-the ids of both spellings, `tokenize(word)` and `tokenize(" " + word)`. Case variants are not
-added: the bias follows the evidence's own spelling. Stopwords are filtered
-as whole words, punctuation as tokens; subword ids are kept as they are.
+the ids of both spellings, `tokenize(word)` and `tokenize(" " + word)`.
+
+Case variants: by default none are added, and the bias follows the evidence's own spelling. With
+`case_variants`, each word also adds its lower-cased and capitalised spellings. This is for
+answers that are scored as given rather than generated: the cofaithfulqa two-way options are
+shown lower-cased, so "january 2012" would otherwise miss the boost that the passage's
+"January 2012" earns, while its digits keep theirs. Stopwords are filtered as whole words,
+punctuation as tokens; subword ids are kept as they are.
 """
 
 from __future__ import annotations
@@ -47,19 +52,28 @@ def _words(text: str) -> list[str]:
     return list(seen)
 
 
-def content_token_ids(llm: LLM, text: str, filter_stopwords: bool = True) -> set[int]:
+def _spellings(word: str, case_variants: bool) -> list[str]:
+    if not case_variants:
+        return [word]
+    return list(dict.fromkeys([word, word.lower(), word[:1].upper() + word[1:].lower()]))
+
+
+def content_token_ids(llm: LLM, text: str, filter_stopwords: bool = True,
+                      case_variants: bool = False) -> set[int]:
     """Ids of `text`'s tokens, both word-initial spellings, minus stopwords and punctuation.
 
     Stopwords are removed as words (a word's subword pieces are kept as they are, even one that
     reads like a stopword, e.g. "S" of "S|yd|ney"); punctuation is removed as tokens.
     With `filter_stopwords=False` (the ablation) every token of the text is kept, punctuation and
-    stopwords included."""
+    stopwords included. With `case_variants`, each word also adds its lower-cased and
+    capitalised spellings (module docstring)."""
     ids: set[int] = set()
     for word in _words(text):
         if filter_stopwords and word.lower() in stopwords():
             continue
-        ids.update(llm.tokenize(word))
-        ids.update(llm.tokenize(" " + word))
+        for spelling in _spellings(word, case_variants):
+            ids.update(llm.tokenize(spelling))
+            ids.update(llm.tokenize(" " + spelling))
     if not filter_stopwords:
         return ids | set(llm.tokenize(text))
     return {i for i in ids if not _is_punctuation(llm.detokenize([i]))}

@@ -94,7 +94,8 @@ def test_ablation_grid_scores_every_cell_and_each_matches_its_own_run():
     assert list(cells) == [cell.label for cell in ABLATION_GRID]
     for cell in ABLATION_GRID:
         alone, _, _ = run(CSRAGConfig(answer_mode="choices", alpha=cell.alpha, beta=cell.beta,
-                                      filter_stopwords=cell.filter_stopwords), llm=make())
+                                      filter_stopwords=cell.filter_stopwords,
+                                      case_variants=cell.case_variants), llm=make())
         assert cells[cell.label]["choice_index"] == alone.choice_index, cell.label
     assert cells["a=0 b=0"]["choice_index"] == 1 and cells["a=-1 b=3"]["choice_index"] == 0
     assert answer.choice_index == cells["a=-1 b=3"]["choice_index"]
@@ -104,17 +105,20 @@ def test_ablation_grid_scores_every_cell_and_each_matches_its_own_run():
                                                           for c in llm.calls)
 
 
-@pytest.mark.parametrize("config_filters", [True, False])
-def test_each_ablation_cell_has_its_own_stopword_setting_whatever_the_config(config_filters):
+@pytest.mark.parametrize(("config_filters", "config_cases"),
+                         [(True, False), (False, False), (True, True)])
+def test_each_ablation_cell_has_its_own_token_set_settings_whatever_the_config(config_filters,
+                                                                               config_cases):
     def biases(llm):
         return [c.bias.as_dict() if c.bias else {} for c in llm.calls
                 if isinstance(c, ChoiceRequest)]
 
     _, _, llm = run(CSRAGConfig(answer_mode="choices", ablation_grid=True,
-                                filter_stopwords=config_filters))
+                                filter_stopwords=config_filters, case_variants=config_cases))
     for cell, bias in zip(ABLATION_GRID, biases(llm)[1:], strict=True):
         _, _, alone = run(CSRAGConfig(answer_mode="choices", alpha=cell.alpha, beta=cell.beta,
-                                      filter_stopwords=cell.filter_stopwords))
+                                      filter_stopwords=cell.filter_stopwords,
+                                      case_variants=cell.case_variants))
         assert bias == biases(alone)[-1], cell.label
 
 

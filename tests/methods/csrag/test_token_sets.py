@@ -39,6 +39,13 @@ def test_filtering_drops_punctuation_and_stopword_bytes_on_the_byte_tokenizer():
     assert {ord("a"), ord(","), ord("!"), ord(" ")} <= unfiltered
 
 
+def test_case_variants_add_the_lower_cased_and_capitalised_spellings_only_when_asked():
+    llm = FakeLLM()
+    assert content_token_ids(llm, "XY") == {ord("X"), ord("Y")}
+    # "XY" -> "xy" and "Xy"; "the" is still a stopword in any case
+    assert content_token_ids(llm, "XY The", case_variants=True) == {ord(c) for c in "XYxy"}
+
+
 @pytest.mark.model
 def test_real_tokenizer_keeps_both_word_initial_spellings_and_drops_function_words(tiny_gguf):
     from faithrag.llm.llamacpp import LlamaCppLLM
@@ -55,6 +62,10 @@ def test_real_tokenizer_keeps_both_word_initial_spellings_and_drops_function_wor
     assert not {" the", " of", " is", " to", ",", "."} & set(decoded)
     unfiltered = content_token_ids(llm, TEXT, filter_stopwords=False)
     assert set(llm.tokenize(TEXT)) <= unfiltered and ids < unfiltered
+    # a lower-cased option ("sydney") earns the boost only with case variants
+    cased = content_token_ids(llm, TEXT, case_variants=True)
+    assert not set(llm.tokenize(" sydney")) <= ids
+    assert set(llm.tokenize(" sydney")) | set(llm.tokenize("sydney")) | ids <= cased
 
 
 @pytest.mark.model
