@@ -25,6 +25,9 @@ from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.eval.report import Run, find_run_dirs, run_outcomes
 
 UNBIASED = "a=0 b=0"
+# the order of the six conflict sets; other sets follow by name
+SET_ORDER = ("faitheval_counterfactual", "kre_musique", "kre_squad", "cofaithfulqa_nq",
+             "cofaithfulqa_hotpotqa", "cofaithfulqa_newsqa")
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Row:
     context: str
     outcomes: dict[str, dict[str, bool]] = field(default_factory=dict)
     baseline_source: str = ""
+    free_form: set[str] = field(default_factory=set)  # roles whose runs had no options
 
 
 def role(run: Run) -> str | None:
@@ -65,6 +69,8 @@ def collect(paths: list[str]) -> list[Row]:
             raise SystemExit(f"two {kind} runs for {key[0]} ({key[1]} context); "
                              f"pass the folders of one of them")
         row.outcomes[kind] = outcomes
+        if all(r.get("choice_index") is None for r in run.records):
+            row.free_form.add(kind)
         if kind == "original" and run.manifest.get("config", {}).get("csrag", {}).get(
                 "ablation_grid"):
             row.outcomes["baseline"] = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
@@ -73,7 +79,9 @@ def collect(paths: list[str]) -> list[Row]:
         if "baseline" not in rows[key].outcomes:
             rows[key].outcomes["baseline"] = outcomes
             rows[key].baseline_source = name
-    return sorted(rows.values(), key=lambda r: (r.context != "given", r.dataset, r.context))
+    rank = {name: i for i, name in enumerate(SET_ORDER)}
+    return sorted(rows.values(), key=lambda r: (r.context != "given", r.context,
+                                                rank.get(r.dataset, len(rank)), r.dataset))
 
 
 def accuracy(outcomes: dict[str, bool] | None) -> str:
@@ -129,6 +137,10 @@ def main_table(rows: list[Row]) -> list[str]:
             f"| {difference(paired(o.get('full'), o.get('vanilla')))} "
             f"| {difference(paired(o.get('original'), o.get('vanilla')))} |")
     lines.append("")
+    for row in rows:
+        if row.free_form:
+            lines.append(f"{row.dataset}: {', '.join(sorted(row.free_form))} answered free-form "
+                         "(scored by containment); the other runs chose among the options.")
     for kind, values in shares.items():
         if values:
             lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "

@@ -13,16 +13,18 @@ _spec.loader.exec_module(main_table)
 
 
 def write_run(folder: Path, name: str, method: str, right: list[bool], *, context="given",
-              enhance=True, unbiased: list[bool] | None = None) -> None:
+              enhance=True, unbiased: list[bool] | None = None, dataset="set",
+              free_form=False) -> None:
     """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells."""
     run = folder / name
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({
-        "dataset": "set", "method": method, "context_mode": context,
+        "dataset": dataset, "method": method, "context_mode": context,
         "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None}}}))
     records = []
     for i, ok in enumerate(right):
-        record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok"}
+        record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok",
+                  "choice_index": None if free_form else int(not ok)}
         if unbiased is not None:
             record["extra"] = {"variants": {
                 "a=-1 b=3": {"choice_index": 0 if ok else 1},
@@ -63,6 +65,17 @@ def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path
     write_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
     [row] = main_table.collect([str(tmp_path)])
     assert row.baseline_source == "large"
+
+
+def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path):
+    write_run(tmp_path, "a", "vanilla", [True], dataset="cofaithfulqa_nq", free_form=True)
+    write_run(tmp_path, "b", "vanilla", [True], dataset="kre_squad")
+    write_run(tmp_path, "c", "vanilla", [True], dataset="another")
+    rows = main_table.collect([str(tmp_path)])
+    assert [r.dataset for r in rows] == ["kre_squad", "cofaithfulqa_nq", "another"]
+    notes = [line for line in main_table.main_table(rows) if "free-form" in line]
+    assert notes == [("cofaithfulqa_nq: vanilla answered free-form (scored by containment); "
+                     "the other runs chose among the options.")]
 
 
 def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path):
