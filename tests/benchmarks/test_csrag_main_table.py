@@ -75,7 +75,7 @@ def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path):
     assert [r.dataset for r in rows] == ["kre_squad", "cofaithfulqa_nq", "another"]
     notes = [line for line in main_table.main_table(rows) if "free-form" in line]
     assert notes == [("cofaithfulqa_nq: vanilla answered free-form (scored by containment); "
-                     "the other runs chose among the options.")]
+                      "the other runs chose among the options.")]
 
 
 def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path):
