@@ -70,3 +70,11 @@ def test_timing_separates_cached_facts_and_gives_the_median_ratio():
     assert "scoring 10.0 s" in line and "facts 20.0 s (2 generated, 1 cached)" in line
     assert "scoring 3.00×" in line
     assert csrag_grid.timing_line([record(0.0, 5)]).endswith("facts all cached")
+
+
+def test_a_run_made_before_a_cell_was_added_is_tabulated_without_it():
+    old_cells = [c.label for c in ABLATION_GRID if "+case" not in c.label]
+    records = [{"parse_status": "ok", "gold_index": 0,
+                "extra": {"variants": {label: {"choice_index": 0} for label in old_cells}}}]
+    outcomes, failed = csrag_grid.cell_outcomes(records)
+    assert list(outcomes) == old_cells and failed == 0
