@@ -40,12 +40,15 @@ class Row:
     free_form: set[str] = field(default_factory=set)  # roles whose runs had no options
 
 
+def csrag_setting(run: Run, name: str, default: object = None) -> object:
+    return run.manifest.get("config", {}).get("csrag", {}).get(name, default)
+
+
 def role(run: Run) -> str | None:
     if run.method in ("closed_book", "vanilla"):
         return run.method
     if run.method == "csrag_json_scored":
-        enhanced = run.manifest.get("config", {}).get("csrag", {}).get("enhance_context", True)
-        return "full" if enhanced else "original"
+        return "full" if csrag_setting(run, "enhance_context", True) else "original"
     if run.method == "cot_json_scored":
         return "cot_json_scored"
     return None
@@ -71,8 +74,7 @@ def collect(paths: list[str]) -> list[Row]:
         row.outcomes[kind] = outcomes
         if all(r.get("choice_index") is None for r in run.records):
             row.free_form.add(kind)
-        if kind == "original" and run.manifest.get("config", {}).get("csrag", {}).get(
-                "ablation_grid"):
+        if kind == "original" and csrag_setting(run, "ablation_grid"):
             row.outcomes["baseline"] = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
             row.baseline_source = f"{run_dir.name}@{UNBIASED}"
     for key, (name, outcomes) in cot_runs.items():
@@ -98,7 +100,7 @@ def paired(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict | None:
         return None
     result = paired_difference([a[i] for i in ids], [b[i] for i in ids])
     baseline_errors = sum(not b[i] for i in ids)
-    result["errors_removed"] = ((baseline_errors - sum(not a[i] for i in ids)) / baseline_errors
+    result["errors_removed"] = ((result["only_a"] - result["only_b"]) / baseline_errors
                                 if baseline_errors else None)
     return result
 
