@@ -7,7 +7,9 @@ manifest, not its name:
 - CSRAG, full method: csrag_json_scored with the enhanced context;
 - same-prompt baseline: the unbiased cell `a=0 b=0` of the original-context CSRAG run when it
   was made with `csrag.ablation_grid` (the same Reason, decoded alike, scored without the
-  bias); otherwise the cot_json_scored run with the most items.
+  bias); otherwise the cot_json_scored run with the most items;
+- case variants: the cell `a=-1 b=3 +case` of the same run, where it has that cell (runs made
+  before the cell was added do not), reported below the table beside the default cell.
 
 Runs with the item's golden context (`--context golden`, the non-conflict check) get a table of
 their own. Every comparison is paired over the items both runs scored; "errors removed" is the
@@ -25,6 +27,8 @@ from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.eval.report import Run, find_run_dirs, run_outcomes
 
 UNBIASED = "a=0 b=0"
+DEFAULT_CELL = "a=-1 b=3"
+CASE_CELL = "a=-1 b=3 +case"
 # the issue's order of the six conflict sets; other sets follow by name
 SET_ORDER = ("faitheval_counterfactual", "kre_musique", "kre_squad", "cofaithfulqa_nq",
              "cofaithfulqa_hotpotqa", "cofaithfulqa_newsqa")
@@ -54,6 +58,12 @@ def role(run: Run) -> str | None:
     return None
 
 
+def has_cell(run: Run, cell: str) -> bool:
+    """Whether every record whose options were scored has this ablation cell."""
+    scored = [v for r in run.records if (v := (r.get("extra") or {}).get("variants"))]
+    return bool(scored) and all(cell in v for v in scored)
+
+
 def collect(paths: list[str]) -> list[Row]:
     rows: dict[tuple[str, str], Row] = {}
     cot_runs: dict[tuple[str, str], tuple[str, dict[str, bool]]] = {}
@@ -77,6 +87,8 @@ def collect(paths: list[str]) -> list[Row]:
         if kind == "original" and csrag_setting(run, "ablation_grid"):
             row.outcomes["baseline"] = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
             row.baseline_source = f"{run_dir.name}@{UNBIASED}"
+            if has_cell(run, CASE_CELL):
+                row.outcomes["original_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
     for key, (name, outcomes) in cot_runs.items():
         if "baseline" not in rows[key].outcomes:
             rows[key].outcomes["baseline"] = outcomes
@@ -147,6 +159,30 @@ def main_table(rows: list[Row]) -> list[str]:
         if values:
             lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "
                          f"{100 * sum(values) / len(values):.0f} %")
+    return lines + case_variant_lines(rows)
+
+
+def case_variant_lines(rows: list[Row]) -> list[str]:
+    """The original-context runs' case-variant cell against the same baseline, on the sets whose
+    run has it, with the default cell's errors removed on the same sets for comparison."""
+    with_case = [row for row in rows if "original_case" in row.outcomes]
+    if not with_case:
+        return []
+    lines = ["", f"Original context with case variants (cell `{CASE_CELL}`), where the run has it:"]
+    shares: dict[str, list[float]] = {"original_case": [], "original": []}
+    for row in with_case:
+        against_baseline = {kind: paired(row.outcomes[kind], row.outcomes.get("baseline"))
+                            for kind in shares}
+        for kind, result in against_baseline.items():
+            if result is not None and result["errors_removed"] is not None:
+                shares[kind].append(result["errors_removed"])
+        case = against_baseline["original_case"]
+        lines.append(f"- {row.dataset}: {accuracy(row.outcomes['original_case'])}, against the "
+                     f"baseline {difference(case)}, errors removed {removed(case)}")
+    mean = {kind: f"{100 * sum(v) / len(v):.0f} %" if v else "–" for kind, v in shares.items()}
+    lines.append(f"Errors removed, mean over these {len(with_case)} set(s): "
+                 f"{mean['original_case']} with case variants, {mean['original']} with the "
+                 f"default cell `{DEFAULT_CELL}`")
     return lines
 
 

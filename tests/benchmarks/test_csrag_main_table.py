@@ -14,8 +14,9 @@ _spec.loader.exec_module(main_table)
 
 def write_run(folder: Path, name: str, method: str, right: list[bool], *, context="given",
               enhance=True, unbiased: list[bool] | None = None, dataset="set",
-              free_form=False) -> None:
-    """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells."""
+              free_form=False, case: list[bool] | None = None) -> None:
+    """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells, and
+    `case` the case-variant cell."""
     run = folder / name
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({
@@ -29,6 +30,8 @@ def write_run(folder: Path, name: str, method: str, right: list[bool], *, contex
             record["extra"] = {"variants": {
                 "a=-1 b=3": {"choice_index": 0 if ok else 1},
                 "a=0 b=0": {"choice_index": 0 if unbiased[i] else 1}}}
+            if case is not None:
+                record["extra"]["variants"]["a=-1 b=3 +case"] = {"choice_index": 0 if case[i] else 1}
         records.append(json.dumps(record))
     (run / "results.jsonl").write_text("\n".join(records) + "\n")
 
@@ -90,3 +93,23 @@ def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path):
     write_run(tmp_path, "v2", "vanilla", [False] * 4)
     with pytest.raises(SystemExit, match="two vanilla runs for set"):
         main_table.collect([str(tmp_path)])
+
+
+def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(tmp_path):
+    write_run(tmp_path / "one", "orig", "csrag_json_scored", [True] * 6 + [False] * 4,
+              enhance=False, unbiased=[True] * 5 + [False] * 5, case=[True] * 8 + [False] * 2,
+              dataset="cofaithfulqa_nq")
+    write_run(tmp_path / "two", "orig", "csrag_json_scored", [True] * 4, enhance=False,
+              unbiased=[True] * 4, dataset="kre_squad")  # made before the cell existed
+    rows = main_table.collect([str(tmp_path / "one"), str(tmp_path / "two")])
+    assert [sorted(r.outcomes) for r in rows] == [["baseline", "original"],
+                                                  ["baseline", "original", "original_case"]]
+    lines = main_table.main_table(rows)
+    start = lines.index("Original context with case variants (cell `a=-1 b=3 +case`), "
+                        "where the run has it:")
+    # 5 baseline errors: the case cell leaves 2 (60 %), the default cell 4 (20 %)
+    assert lines[start + 1].startswith("- cofaithfulqa_nq: 80.0")
+    assert lines[start + 1].endswith("errors removed 60 %")
+    assert lines[start + 2] == ("Errors removed, mean over these 1 set(s): 60 % with case "
+                                "variants, 20 % with the default cell `a=-1 b=3`")
+    assert len(lines) == start + 3
