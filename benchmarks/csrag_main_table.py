@@ -5,9 +5,12 @@ manifest, not its name:
 - closed_book, vanilla: runs of those methods;
 - CSRAG, original context: csrag_json_scored with `csrag.enhance_context = false`;
 - CSRAG, full method: csrag_json_scored with the enhanced context;
-- same-prompt baseline: the unbiased cell `a=0 b=0` of the original-context CSRAG run when it
-  was made with `csrag.ablation_grid` (the same Reason, decoded alike, scored without the
-  bias); otherwise the cot_json_scored run with the most items;
+- same-prompt baseline, for each CSRAG run: among the baselines decoded alike (the same
+  `llm.lookup_tokens`: prompt-lookup drafts change some greedy Reasons), the unbiased cell
+  `a=0 b=0` of the original-context run made with `csrag.ablation_grid` (the same Reason,
+  scored without the bias), else the cot_json_scored run with the most items; when none is
+  decoded alike, the same choice among all, flagged below the table. The baseline column shows
+  the original-context run's baseline (the full method's where there is none);
 - case variants: the cell `a=-1 b=3 +case` of the same run, where it has that cell (runs made
   before the cell was added do not), reported below the table beside the default cell.
 
@@ -40,8 +43,19 @@ class Row:
     dataset: str
     context: str
     outcomes: dict[str, dict[str, bool]] = field(default_factory=dict)
-    baseline_source: str = ""
+    # per CSRAG role: the name of its same-prompt baseline, and that baseline's outcomes
+    baselines: dict[str, tuple[str, dict[str, bool]]] = field(default_factory=dict)
+    undecoded_alike: set[str] = field(default_factory=set)  # roles whose baseline decoded otherwise
     free_form: set[str] = field(default_factory=set)  # roles whose runs had no options
+
+
+@dataclass
+class Candidate:
+    """A same-prompt baseline on offer: a grid's unbiased cell or a cot_json_scored run."""
+    name: str
+    lookup_tokens: int
+    outcomes: dict[str, bool]
+    from_grid: bool
 
 
 def csrag_setting(run: Run, name: str, default: object = None) -> object:
@@ -58,6 +72,20 @@ def role(run: Run) -> str | None:
     return None
 
 
+def lookup_tokens(run: Run) -> int:
+    return int(run.manifest.get("config", {}).get("llm", {}).get("lookup_tokens", 0) or 0)
+
+
+def pick_baseline(candidates: list[Candidate], decoding: int) -> tuple[Candidate, bool] | None:
+    """The baseline for a CSRAG run decoded with `decoding` lookup tokens, and whether it was
+    decoded alike: a grid cell before a cot_json_scored run, then the one with most items."""
+    if not candidates:
+        return None
+    alike = [c for c in candidates if c.lookup_tokens == decoding]
+    best = max(alike or candidates, key=lambda c: (c.from_grid, len(c.outcomes)))
+    return best, bool(alike)
+
+
 def has_cell(run: Run, cell: str) -> bool:
     """Whether every record whose options were scored has this ablation cell."""
     scored = [v for r in run.records if (v := (r.get("extra") or {}).get("variants"))]
@@ -66,7 +94,8 @@ def has_cell(run: Run, cell: str) -> bool:
 
 def collect(paths: list[str]) -> list[Row]:
     rows: dict[tuple[str, str], Row] = {}
-    cot_runs: dict[tuple[str, str], tuple[str, dict[str, bool]]] = {}
+    candidates: dict[tuple[str, str], list[Candidate]] = {}
+    decodings: dict[tuple[str, str], dict[str, int]] = {}  # CSRAG role -> its lookup tokens
     for run_dir in find_run_dirs(paths):
         run, outcomes = run_outcomes(str(run_dir))
         kind = role(run)
@@ -74,9 +103,9 @@ def collect(paths: list[str]) -> list[Row]:
             continue
         key = (run.dataset, str(run.manifest.get("context_mode", "given")))
         row = rows.setdefault(key, Row(*key))
+        offered = candidates.setdefault(key, [])
         if kind == "cot_json_scored":
-            if len(outcomes) > len(cot_runs.get(key, ("", {}))[1]):
-                cot_runs[key] = (run_dir.name, outcomes)
+            offered.append(Candidate(run_dir.name, lookup_tokens(run), outcomes, False))
             continue
         if kind in row.outcomes:
             raise SystemExit(f"two {kind} runs for {key[0]} ({key[1]} context); "
@@ -84,18 +113,35 @@ def collect(paths: list[str]) -> list[Row]:
         row.outcomes[kind] = outcomes
         if all(r.get("choice_index") is None for r in run.records):
             row.free_form.add(kind)
+        if kind in ("original", "full"):
+            decodings.setdefault(key, {})[kind] = lookup_tokens(run)
         if kind == "original" and csrag_setting(run, "ablation_grid"):
-            row.outcomes["baseline"] = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
-            row.baseline_source = f"{run_dir.name}@{UNBIASED}"
+            offered.append(Candidate(f"{run_dir.name}@{UNBIASED}", lookup_tokens(run),
+                                     run_outcomes(f"{run_dir}@{UNBIASED}")[1], True))
             if has_cell(run, CASE_CELL):
                 row.outcomes["original_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
-    for key, (name, outcomes) in cot_runs.items():
-        if "baseline" not in rows[key].outcomes:
-            rows[key].outcomes["baseline"] = outcomes
-            rows[key].baseline_source = name
+    for key, row in rows.items():
+        for kind, decoding in decodings.get(key, {}).items():
+            picked = pick_baseline(candidates[key], decoding)
+            if picked is None:
+                continue
+            baseline, alike = picked
+            row.baselines[kind] = (baseline.name, baseline.outcomes)
+            if not alike:
+                row.undecoded_alike.add(kind)
+        shown = row.baselines.get("original") or row.baselines.get("full")
+        if shown is None and candidates[key]:  # no CSRAG run: the baseline alone
+            best = max(candidates[key], key=lambda c: len(c.outcomes))
+            shown = (best.name, best.outcomes)
+        if shown is not None:
+            row.outcomes["baseline"] = shown[1]
     rank = {name: i for i, name in enumerate(SET_ORDER)}
     return sorted(rows.values(), key=lambda r: (r.context != "given", r.context,
                                                 rank.get(r.dataset, len(rank)), r.dataset))
+
+
+def baseline_of(row: Row, kind: str) -> dict[str, bool] | None:
+    return row.baselines.get(kind, ("", None))[1]
 
 
 def accuracy(outcomes: dict[str, bool] | None) -> str:
@@ -139,7 +185,7 @@ def main_table(rows: list[Row]) -> list[str]:
     shares: dict[str, list[float]] = {"original": [], "full": []}
     for row in rows:
         o = row.outcomes
-        against_baseline = {k: paired(o.get(k), o.get("baseline")) for k in shares}
+        against_baseline = {k: paired(o.get(k), baseline_of(row, k)) for k in shares}
         for kind, result in against_baseline.items():
             if result is not None and result["errors_removed"] is not None:
                 shares[kind].append(result["errors_removed"])
@@ -155,6 +201,14 @@ def main_table(rows: list[Row]) -> list[str]:
         if row.free_form:
             lines.append(f"{row.dataset}: {', '.join(sorted(row.free_form))} answered free-form "
                          "(scored by containment); the other runs chose among the options.")
+        shown = row.baselines.get("original")
+        full = row.baselines.get("full")
+        if shown and full and full[0] != shown[0]:
+            lines.append(f"{row.dataset}: the full method is compared with {full[0]} "
+                         f"({accuracy(full[1])}), decoded alike.")
+        for kind in sorted(row.undecoded_alike):
+            lines.append(f"{row.dataset}: no baseline decoded like the {kind} run; compared "
+                         f"with {row.baselines[kind][0]}.")
     for kind, values in shares.items():
         if values:
             lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "
@@ -171,8 +225,8 @@ def case_variant_lines(rows: list[Row]) -> list[str]:
     lines = ["", f"Original context with case variants (cell `{CASE_CELL}`), where the run has it:"]
     shares: dict[str, list[float]] = {"original_case": [], "original": []}
     for row in with_case:
-        against_baseline = {kind: paired(row.outcomes[kind], row.outcomes.get("baseline"))
-                            for kind in shares}
+        baseline = baseline_of(row, "original")
+        against_baseline = {kind: paired(row.outcomes[kind], baseline) for kind in shares}
         for kind, result in against_baseline.items():
             if result is not None and result["errors_removed"] is not None:
                 shares[kind].append(result["errors_removed"])
@@ -193,8 +247,18 @@ def golden_table(rows: list[Row]) -> list[str]:
         o = row.outcomes
         lines.append(f"| {row.dataset} | {accuracy(o.get('baseline'))} "
                      f"| {accuracy(o.get('original'))} "
-                     f"| {difference(paired(o.get('original'), o.get('baseline')))} |")
+                     f"| {difference(paired(o.get('original'), baseline_of(row, 'original')))} |")
     return lines
+
+
+def baseline_sources(row: Row) -> str:
+    label = row.dataset + ("" if row.context == "given" else f" ({row.context})")
+    names = {kind: name for kind, (name, _) in sorted(row.baselines.items(), reverse=True)}
+    if not names:
+        return f"{label}: none"
+    if len(set(names.values())) == 1:
+        return f"{label}: {next(iter(names.values()))}"
+    return f"{label}: " + ", ".join(f"{name} ({kind})" for kind, name in names.items())
 
 
 def main() -> None:
@@ -213,9 +277,7 @@ def main() -> None:
     if others:
         lines += ["", "Left out (other context modes): "
                   + ", ".join(f"{r.dataset} ({r.context})" for r in others)]
-    lines += ["", "Same-prompt baselines: "
-              + "; ".join(f"{r.dataset}{'' if r.context == 'given' else f' ({r.context})'}: "
-                          f"{r.baseline_source or 'none'}" for r in rows)]
+    lines += ["", "Same-prompt baselines: " + "; ".join(baseline_sources(r) for r in rows)]
     print("\n".join(lines))
 
 

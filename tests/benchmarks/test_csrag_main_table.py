@@ -14,14 +14,15 @@ _spec.loader.exec_module(main_table)
 
 def write_run(folder: Path, name: str, method: str, right: list[bool], *, context="given",
               enhance=True, unbiased: list[bool] | None = None, dataset="set",
-              free_form=False, case: list[bool] | None = None) -> None:
+              free_form=False, case: list[bool] | None = None, lookup=0) -> None:
     """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells, and
     `case` the case-variant cell."""
     run = folder / name
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({
         "dataset": dataset, "method": method, "context_mode": context,
-        "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None}}}))
+        "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None},
+                   "llm": {"lookup_tokens": lookup}}}))
     records = []
     for i, ok in enumerate(right):
         record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok",
@@ -45,7 +46,7 @@ def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_pat
     write_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
 
     [row] = main_table.collect([str(tmp_path)])
-    assert row.baseline_source == "c@a=0 b=0"
+    assert row.baselines["original"][0] == row.baselines["full"][0] == "c@a=0 b=0"
     assert sum(row.outcomes["baseline"].values()) == 6
     lines = main_table.main_table([row])
     # original: 4 baseline errors -> 1 (75 %); full: 4 -> 3 (25 %)
@@ -67,7 +68,31 @@ def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path
     write_run(tmp_path, "large", "cot_json_scored", [True] * 5)
     write_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
     [row] = main_table.collect([str(tmp_path)])
-    assert row.baseline_source == "large"
+    assert row.baselines["original"][0] == "large"
+
+
+def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path):
+    write_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
+    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 4, enhance=False,
+              unbiased=[True] * 3 + [False], lookup=10)
+    write_run(tmp_path, "full", "csrag_json_scored", [True] * 3 + [False])
+    [row] = main_table.collect([str(tmp_path)])
+    assert row.baselines["original"][0] == "orig@a=0 b=0"
+    assert row.baselines["full"][0] == "cot"
+    lines = main_table.main_table([row])
+    assert lines[2].startswith("| set | – | – | 75.0")  # the original run's baseline is shown
+    assert "| 100 % / 50 % |" in lines[2]  # 1 error -> 0; 2 errors -> 1
+    assert "set: the full method is compared with cot (50.0 [15, 85] (n 4)), decoded alike." in lines
+    assert main_table.baseline_sources(row) == "set: orig@a=0 b=0 (original), cot (full)"
+
+
+def test_a_baseline_decoded_otherwise_is_used_and_flagged(tmp_path):
+    write_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
+    write_run(tmp_path, "full", "csrag_json_scored", [True] * 4, lookup=10)
+    [row] = main_table.collect([str(tmp_path)])
+    assert row.baselines["full"][0] == "cot" and row.undecoded_alike == {"full"}
+    assert "set: no baseline decoded like the full run; compared with cot." in \
+        main_table.main_table([row])
 
 
 def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path):
