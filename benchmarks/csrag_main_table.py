@@ -46,6 +46,7 @@ class Row:
     # per CSRAG role: the name of its same-prompt baseline, and that baseline's outcomes
     baselines: dict[str, tuple[str, dict[str, bool]]] = field(default_factory=dict)
     undecoded_alike: set[str] = field(default_factory=set)  # roles whose baseline decoded otherwise
+    baseline_name: str = ""  # the baseline in the table's column
     free_form: set[str] = field(default_factory=set)  # roles whose runs had no options
 
 
@@ -134,7 +135,7 @@ def collect(paths: list[str]) -> list[Row]:
             best = max(candidates[key], key=lambda c: len(c.outcomes))
             shown = (best.name, best.outcomes)
         if shown is not None:
-            row.outcomes["baseline"] = shown[1]
+            row.baseline_name, row.outcomes["baseline"] = shown
     rank = {name: i for i, name in enumerate(SET_ORDER)}
     return sorted(rows.values(), key=lambda r: (r.context != "given", r.context,
                                                 rank.get(r.dataset, len(rank)), r.dataset))
@@ -254,10 +255,8 @@ def golden_table(rows: list[Row]) -> list[str]:
 def baseline_sources(row: Row) -> str:
     label = row.dataset + ("" if row.context == "given" else f" ({row.context})")
     names = {kind: name for kind, (name, _) in sorted(row.baselines.items(), reverse=True)}
-    if not names:
-        return f"{label}: none"
-    if len(set(names.values())) == 1:
-        return f"{label}: {next(iter(names.values()))}"
+    if len(set(names.values())) <= 1:
+        return f"{label}: {row.baseline_name or 'none'}"
     return f"{label}: " + ", ".join(f"{name} ({kind})" for kind, name in names.items())
 
 

@@ -69,6 +69,10 @@ def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path
     write_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "large"
+    assert main_table.baseline_sources(row) == "set: large"
+    write_run(tmp_path / "alone", "cot", "cot_json_scored", [True])  # no CSRAG run beside it
+    [alone] = main_table.collect([str(tmp_path / "alone")])
+    assert main_table.baseline_sources(alone) == "set: cot"
 
 
 def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path):
