@@ -15,11 +15,11 @@ the data (banked records do not hold them).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from faithrag.eval.datasets import load_dataset
+from faithrag.eval.report import load_run
 
 BASELINE = "a=0 b=0"
 CELLS = ("a=-1 b=3", "a=-1 b=3 +case")
@@ -55,15 +55,13 @@ def share(lowered: int, total: int) -> str:
 def report(runs: list[Path], data: str | None = None) -> str:
     lines = ["| run | cell | gold lowered, answer with capitals | gold lowered, answer without |",
              "|---|---|---|---|"]
-    for run in runs:
-        with open(run / "results.jsonl", encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
-        if not records:
-            continue
-        answers = {item.id: item.answer for item in load_dataset(records[0]["dataset"], root=data)}
+    for run_dir in runs:
+        run = load_run(run_dir)
+        answers = {item.id: item.answer for item in load_dataset(run.dataset, root=data)}
         for cell in CELLS:
-            counts = lowered_counts(records, answers, cell)
-            lines.append(f"| {run.name} | {cell} | {share(*counts[True])} | {share(*counts[False])} |")
+            counts = lowered_counts(run.records, answers, cell)
+            lines.append(f"| {run_dir.name} | {cell} | {share(*counts[True])} "
+                         f"| {share(*counts[False])} |")
     return "\n".join(lines)
 
 
@@ -72,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders made with the ablation grid")
     parser.add_argument("--data", default=None, help="data root (default ../shared/data)")
     args = parser.parse_args(argv)
-    missing = [str(run) for run in args.runs if not (run / "results.jsonl").is_file()]
+    missing = [str(run) for run in args.runs
+               if not ((run / "results.jsonl").is_file() and (run / "manifest.json").is_file())]
     if missing:
-        parser.error(f"no results.jsonl in: {', '.join(missing)}")
+        parser.error(f"no results.jsonl and manifest.json in: {', '.join(missing)}")
     print(report(args.runs, args.data))
     return 0
 

@@ -87,12 +87,6 @@ def pick_baseline(candidates: list[Candidate], decoding: int) -> tuple[Candidate
     return best, bool(alike)
 
 
-def has_cell(run: Run, cell: str) -> bool:
-    """Whether every record whose options were scored has this ablation cell."""
-    scored = [v for r in run.records if (v := (r.get("extra") or {}).get("variants"))]
-    return bool(scored) and all(cell in v for v in scored)
-
-
 def collect(paths: list[str]) -> list[Row]:
     rows: dict[tuple[str, str], Row] = {}
     candidates: dict[tuple[str, str], list[Candidate]] = {}
@@ -119,8 +113,10 @@ def collect(paths: list[str]) -> list[Row]:
         if kind == "original" and csrag_setting(run, "ablation_grid"):
             offered.append(Candidate(f"{run_dir.name}@{UNBIASED}", lookup_tokens(run),
                                      run_outcomes(f"{run_dir}@{UNBIASED}")[1], True))
-            if has_cell(run, CASE_CELL):
+            try:
                 row.outcomes["original_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
+            except ValueError:
+                pass  # the run predates the cell
     for key, row in rows.items():
         for kind, decoding in decodings.get(key, {}).items():
             picked = pick_baseline(candidates[key], decoding)

@@ -29,6 +29,7 @@ def record(item_id: str, gold: dict[str, float], with_case: bool = True) -> dict
 
 def write_run(path: Path, records: list[dict]) -> Path:
     path.mkdir(parents=True)
+    (path / "manifest.json").write_text(json.dumps({"dataset": "tiny", "method": "csrag_json_scored"}))
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
 
