@@ -11,8 +11,9 @@ manifest, not its name:
   scored without the bias), else the cot_json_scored run with the most items; when none is
   decoded alike, the same choice among all, flagged below the table. The baseline column shows
   the original-context run's baseline (the full method's where there is none);
-- case variants: the cell `a=-1 b=3 +case` of the same run, where it has that cell (runs made
-  before the cell was added do not), reported below the table beside the default cell.
+- case variants: the cell `a=-1 b=3 +case` of each CSRAG run (original context and full
+  method), where it has that cell (runs made before the cell was added do not), reported below
+  the table beside the default cell, against the same baseline.
 
 Runs with the item's golden context (`--context golden`, the non-conflict check) get a table of
 their own. Every comparison is paired over the items both runs scored; "errors removed" is the
@@ -110,11 +111,12 @@ def collect(paths: list[str]) -> list[Row]:
             row.free_form.add(kind)
         if kind in ("original", "full"):
             decodings.setdefault(key, {})[kind] = lookup_tokens(run)
-        if kind == "original" and csrag_setting(run, "ablation_grid"):
-            offered.append(Candidate(f"{run_dir.name}@{UNBIASED}", lookup_tokens(run),
-                                     run_outcomes(f"{run_dir}@{UNBIASED}")[1], True))
+        if kind in ("original", "full") and csrag_setting(run, "ablation_grid"):
+            if kind == "original":
+                offered.append(Candidate(f"{run_dir.name}@{UNBIASED}", lookup_tokens(run),
+                                         run_outcomes(f"{run_dir}@{UNBIASED}")[1], True))
             try:
-                row.outcomes["original_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
+                row.outcomes[f"{kind}_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
             except ValueError:
                 pass  # the run predates the cell
     for key, row in rows.items():
@@ -210,29 +212,31 @@ def main_table(rows: list[Row]) -> list[str]:
         if values:
             lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "
                          f"{100 * sum(values) / len(values):.0f} %")
-    return lines + case_variant_lines(rows)
+    return lines + case_variant_lines(rows, "original") + case_variant_lines(rows, "full")
 
 
-def case_variant_lines(rows: list[Row]) -> list[str]:
-    """The original-context runs' case-variant cell against the same baseline, on the sets whose
-    run has it, with the default cell's errors removed on the same sets for comparison."""
-    with_case = [row for row in rows if "original_case" in row.outcomes]
+def case_variant_lines(rows: list[Row], kind: str) -> list[str]:
+    """A CSRAG run's case-variant cell (`kind`: original or full) against that run's baseline,
+    on the sets whose run has it, with the default cell's errors removed on the same sets."""
+    case_kind = f"{kind}_case"
+    with_case = [row for row in rows if case_kind in row.outcomes]
     if not with_case:
         return []
-    lines = ["", f"Original context with case variants (cell `{CASE_CELL}`), where the run has it:"]
-    shares: dict[str, list[float]] = {"original_case": [], "original": []}
+    title = {"original": "Original context", "full": "Full method"}[kind]
+    lines = ["", f"{title} with case variants (cell `{CASE_CELL}`), where the run has it:"]
+    shares: dict[str, list[float]] = {case_kind: [], kind: []}
     for row in with_case:
-        baseline = baseline_of(row, "original")
-        against_baseline = {kind: paired(row.outcomes[kind], baseline) for kind in shares}
-        for kind, result in against_baseline.items():
+        baseline = baseline_of(row, kind)
+        against_baseline = {k: paired(row.outcomes[k], baseline) for k in shares}
+        for k, result in against_baseline.items():
             if result is not None and result["errors_removed"] is not None:
-                shares[kind].append(result["errors_removed"])
-        case = against_baseline["original_case"]
-        lines.append(f"- {row.dataset}: {accuracy(row.outcomes['original_case'])}, against the "
+                shares[k].append(result["errors_removed"])
+        case = against_baseline[case_kind]
+        lines.append(f"- {row.dataset}: {accuracy(row.outcomes[case_kind])}, against the "
                      f"baseline {difference(case)}, errors removed {removed(case)}")
-    mean = {kind: f"{100 * sum(v) / len(v):.0f} %" if v else "–" for kind, v in shares.items()}
+    mean = {k: f"{100 * sum(v) / len(v):.0f} %" if v else "–" for k, v in shares.items()}
     lines.append(f"Errors removed, mean over these {len(with_case)} set(s): "
-                 f"{mean['original_case']} with case variants, {mean['original']} with the "
+                 f"{mean[case_kind]} with case variants, {mean[kind]} with the "
                  f"default cell `{DEFAULT_CELL}`")
     return lines
 

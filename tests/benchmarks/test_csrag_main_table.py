@@ -142,3 +142,22 @@ def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
     assert lines[start + 2] == ("Errors removed, mean over these 1 set(s): 60 % with case "
                                 "variants, 20 % with the default cell `a=-1 b=3`")
     assert len(lines) == start + 3
+
+
+def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(tmp_path):
+    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 6 + [False] * 4, enhance=False,
+              unbiased=[True] * 5 + [False] * 5, dataset="cofaithfulqa_nq")
+    write_run(tmp_path, "full", "csrag_json_scored", [True] * 7 + [False] * 3,
+              unbiased=[True] * 7 + [False] * 3, case=[True] * 9 + [False], dataset="cofaithfulqa_nq")
+    [row] = main_table.collect([str(tmp_path)])
+    assert "full_case" in row.outcomes and "original_case" not in row.outcomes
+    lines = main_table.main_table([row])
+    start = lines.index("Full method with case variants (cell `a=-1 b=3 +case`), "
+                        "where the run has it:")
+    # the baseline is the original run's unbiased cell, 5 errors: the case cell leaves 1 (80 %),
+    # the full method's default cell 3 (40 %)
+    assert lines[start + 1].startswith("- cofaithfulqa_nq: 90.0")
+    assert lines[start + 1].endswith("errors removed 80 %")
+    assert lines[start + 2] == ("Errors removed, mean over these 1 set(s): 80 % with case "
+                                "variants, 40 % with the default cell `a=-1 b=3`")
+    assert not any(line.startswith("Original context with case variants") for line in lines)
