@@ -8,7 +8,9 @@ paired bootstrap interval, items gained / lost, exact McNemar p, and the share o
 cell's errors the cell removes. Items that failed (error) count as wrong in every cell.
 Below each table, the time per item: the facts step, the scoring step (which alone is plain
 choice scoring), and their ratio, CSRAG's latency over the same-prompt baseline's, as medians
-over the items of the run (facts served from the cache take ~0 s and are counted apart).
+over the items of the run (facts served from the cache take ~0 s and are counted apart). Then
+the scoring step's mean prompt tokens, the paraphrase step where the run has one (the enhanced
+context; cached paraphrases counted apart like facts) and the whole item's median seconds.
 
     python benchmarks/csrag_grid.py runs/csrag/grid/* > runs/csrag/grid/report.md
 """
@@ -70,6 +72,23 @@ def timing_line(records: list[dict]) -> str:
                    f"{median((f + g) / g for f, g in fresh if g > 0):.2f}×")
 
 
+def cost_line(records: list[dict]) -> str:
+    """Scoring prompt tokens, the paraphrase step (generated vs cached) and whole-item seconds."""
+    scored = [r for r in records if (r.get("extra") or {}).get("variants")]
+    if not scored:
+        return "no timed items"
+    tokens = [sum(s.get("prompt_tokens", 0) for s in r["trace"]["stages"]
+                  if s["stage"] == "generate") for r in scored]
+    line = f"scoring prompt tokens (mean) {sum(tokens) / len(tokens):.0f}; "
+    if any(s["stage"] == "paraphrase" for r in scored for s in r["trace"]["stages"]):
+        fresh = [r for r in scored if stage_seconds(r, "paraphrase") >= 0.5]
+        line += (f"paraphrases {median(stage_seconds(r, 'paraphrase') for r in fresh):.1f} s "
+                 f"({len(fresh)} generated, {len(scored) - len(fresh)} cached), whole item "
+                 f"with them generated {median(r['seconds'] for r in fresh):.1f} s; "
+                 if fresh else "paraphrases all cached; ")
+    return line + f"whole item {median(r['seconds'] for r in scored):.1f} s (median)"
+
+
 def run_table(run: Path) -> list[str]:
     records = load_records(run)
     outcomes, failed = cell_outcomes(records)
@@ -93,7 +112,7 @@ def run_table(run: Path) -> list[str]:
         lines.append(f"| {label} | {acc} | {100 * paired['difference']:+.1f} "
                      f"[{100 * d_low:+.0f}, {100 * d_high:+.0f}] | {paired['only_a']} / "
                      f"{paired['only_b']} | {paired['mcnemar_p']:.2f} | {removed} |")
-    return [*lines, "", timing_line(records), ""]
+    return [*lines, "", timing_line(records), cost_line(records), ""]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,3 +78,16 @@ def test_a_run_made_before_a_cell_was_added_is_tabulated_without_it():
                 "extra": {"variants": {label: {"choice_index": 0} for label in old_cells}}}]
     outcomes, failed = csrag_grid.cell_outcomes(records)
     assert list(outcomes) == old_cells and failed == 0
+
+
+def test_cost_line_counts_cached_paraphrases_apart_and_reports_whole_items():
+    def record(paraphrase, seconds, tokens):
+        return {"seconds": seconds, "extra": {"variants": {"a=0 b=0": {"choice_index": 0}}},
+                "trace": {"stages": [{"stage": "paraphrase", "seconds": paraphrase},
+                                     {"stage": "generate", "seconds": 5, "prompt_tokens": tokens}]}}
+    line = csrag_grid.cost_line([record(40, 60, 100), record(50, 80, 200), record(0.0, 10, 300),
+                                 {"extra": {}, "trace": {}}])
+    assert line == ("scoring prompt tokens (mean) 200; paraphrases 45.0 s (2 generated, 1 cached), "
+                    "whole item with them generated 70.0 s; whole item 60.0 s (median)")
+    assert csrag_grid.cost_line([record(0.0, 10, 300)]) == (
+        "scoring prompt tokens (mean) 300; paraphrases all cached; whole item 10.0 s (median)")
