@@ -10,6 +10,11 @@ remaining passages as the cross-checking evidence, by either verdict of `rerank.
   orders of P(label the contrary passage had).
 - support: each side's answer, then each other passage's yes/no support for it; the side with
   fewer votes is removed (faithrag.methods.crossval).
+- support with `--time-shared-prefix`: the support verdict also run with one scoring call per
+  claim (the backend's `score_choices_many` hidden), in alternating order with the default
+  shared-prefix call; prints the median seconds of the claim scoring each way, the median
+  per-pair ratio, and whether the two ways reach the same verdict (their scores differ only by
+  llama.cpp's batch rounding).
 - guard (`rerank.same_subject_check`, not a verdict): the log-odds that the pair speaks of the
   same subject, for the known (true, contrary) pair, which should pass, and, where the item has
   two valid passages giving different answers (an ambiguous question: RAMDocs), for that pair,
@@ -29,6 +34,7 @@ import argparse
 import json
 import re
 import statistics
+import time
 from pathlib import Path
 
 from faithrag.config import Config
@@ -77,7 +83,33 @@ def verdict_prefix(reply: str) -> str:
     return reply.rstrip() + "\nFalse passage:"
 
 
-def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",)) -> dict | None:
+class OneCallPerClaim:
+    """The LLM without `score_choices_many`: every claim is scored in a call of its own."""
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def __getattr__(self, name):
+        if name == "score_choices_many":
+            raise AttributeError(name)
+        return getattr(self.llm, name)
+
+
+def support(reranker, question: Question, true, contrary, others) -> dict:
+    start = time.perf_counter()
+    with Trace().step("rerank", "verdicts") as step:
+        status, verdict = reranker.support_verdict(question, true, contrary, others, step)
+    return {"status": status, "removed": verdict[0].id if verdict else None,
+            **{k: step.outputs.get(k) for k in ("answers", "votes", "p_yes")},
+            "seconds": round(time.perf_counter() - start, 2),
+            "scoring_seconds": round(sum(c.seconds for c in step.llm_calls
+                                         if c.purpose == "support_judge"), 2)}
+
+
+def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",),
+          separate=None, separate_first: bool = False) -> dict | None:
+    """`separate`: the same reranker on `OneCallPerClaim`, to time the support verdict both
+    ways (`separate_first` says which runs first)."""
     pair = known_pair(item)
     if pair is None:
         return None
@@ -85,11 +117,9 @@ def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",)) -
     question = Question(item.query, item.id)
     record = {"id": item.id, "contrary": contrary.id}
     if "support" in verdicts:
-        with Trace().step("rerank", "verdicts") as step:
-            status, verdict = reranker.support_verdict(question, true, contrary, others, step)
-        record["support"] = {"status": status,
-                             "removed": verdict[0].id if verdict else None,
-                             **{k: step.outputs.get(k) for k in ("answers", "votes", "p_yes")}}
+        ways = [("support", reranker)] + ([("support_separate", separate)] if separate else [])
+        for key, way in (ways[::-1] if separate_first else ways):
+            record[key] = support(way, question, true, contrary, others)
     if "pairwise" in verdicts:
         record.update(pairwise(reranker, question, true, contrary, others))
     if "guard" in verdicts:
@@ -168,8 +198,27 @@ def rate(hits: int, n: int) -> str:
     return f"{hits}/{n} = {hits / n:.0%} [{low:.0%}, {high:.0%}]"
 
 
+def summarise_shared_prefix(records: list[dict]) -> None:
+    pairs = [(r["support"], r["support_separate"]) for r in records if "support_separate" in r]
+    scored = [(a, b) for a, b in pairs if b["scoring_seconds"] > 0]
+    if not scored:
+        return
+    same = sum((a["status"], a["removed"]) == (b["status"], b["removed"]) for a, b in pairs)
+    shift = max(abs(x - y) for a, b in scored
+                for ref in a["p_yes"] for x, y in zip(a["p_yes"][ref], b["p_yes"][ref]))
+    print(f"claim scoring, n={len(scored)} pairs that reached it: median "
+          f"{statistics.median(a['scoring_seconds'] for a, _ in scored):.1f} s in one call with "
+          f"the shared prefix, {statistics.median(b['scoring_seconds'] for _, b in scored):.1f}"
+          f" s in one call per claim; median per-pair ratio "
+          f"{statistics.median(a['scoring_seconds'] / b['scoring_seconds'] for a, b in scored):.2f}"
+          f" (whole verdict "
+          f"{statistics.median(a['seconds'] / b['seconds'] for a, b in scored):.2f}); "
+          f"same verdict {same}/{len(pairs)}; largest P(yes) difference {shift:.3f}")
+
+
 def summarise(records: list[dict]) -> None:
     summarise_guard(records)
+    summarise_shared_prefix(records)
     support = [r["support"] for r in records if "support" in r]
     contrary = [r["contrary"] for r in records if "support" in r]
     if support:
@@ -212,6 +261,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard"),
                         default=["support", "pairwise"])
+    parser.add_argument("--time-shared-prefix", action="store_true",
+                        help="also run the support verdict with one scoring call per claim")
     parser.add_argument("--out", required=True, help="JSON lines, one per item (resumed)")
     args = parser.parse_args()
 
@@ -220,7 +271,10 @@ def main() -> None:
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     done = {r["id"] for r in records}
     dataset = load_dataset(args.dataset, args.data_dir)
-    reranker = build_crossval(load_llm(config.llm), config, None)
+    llm = load_llm(config.llm)
+    reranker = build_crossval(llm, config, None)
+    separate = (build_crossval(OneCallPerClaim(llm), config, None)
+                if args.time_shared_prefix else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as sink:
         for item in dataset.items:
@@ -228,7 +282,8 @@ def main() -> None:
                 break
             if item.id in done:
                 continue
-            record = judge(reranker, item, tuple(args.verdicts))
+            record = judge(reranker, item, tuple(args.verdicts), separate,
+                           separate_first=len(records) % 2 == 1)
             if record is None:
                 continue
             records.append(record)

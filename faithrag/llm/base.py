@@ -196,6 +196,20 @@ def score_choices_under(llm: LLM, request: ChoiceRequest,
     return [llm.score_choices(replace(request, bias=b)) for b in biases]
 
 
+def score_choices_many(llm: LLM, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
+    """Each request scored as `score_choices` scores it, in input order.
+
+    A backend with a `score_choices_many` method takes them as one call: the embedded backend
+    keeps the common token prefix of consecutive prompts, as `generate` does for a list, so
+    requests that share a long prefix (one passage judged against several claims) read it once;
+    a server backend sends them concurrently. Any other backend gets one `score_choices` call
+    per request."""
+    many = getattr(llm, "score_choices_many", None)
+    if many is not None:
+        return many(requests)
+    return [llm.score_choices(request) for request in requests]
+
+
 def generate_then_score(llm: LLM, request: GenerationRequest,
                         follow_up: Callable[[Completion], ChoiceRequest],
                         biases: Sequence[TokenBias | None]) -> tuple[Completion, list[ChoiceScores]]:

@@ -375,6 +375,17 @@ class LlamaCppLLM:
             self._truncate(0)
             return self._score_under(request, biases)
 
+    def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
+        """`score_choices` of each request, in one call that keeps the common token prefix of
+        consecutive prompts in the cache (as `generate` does for a list): a request pays only
+        for what its prompt does not share with the previous one. Still a function of the
+        arguments; the first result equals a separate `score_choices` call, the others differ
+        from one slightly where their prompt was read as a cached prefix plus a tail (see the
+        module docstring)."""
+        with self._lock:
+            self._truncate(0)
+            return [self._score_under(request, [request.bias])[0] for request in requests]
+
     def generate_then_score(self, request: GenerationRequest,
                             follow_up: Callable[[Completion], ChoiceRequest],
                             biases: Sequence[TokenBias | None]

@@ -230,8 +230,9 @@ class OpenAICompatLLM:
     tokenizer: "server", a preset name, a .gguf path or a tokenizer.json path (see module doc).
     timeout: seconds per HTTP attempt (connecting is capped at 10 s).
     max_retries: extra attempts after a connection error, timeout, 429 or 5xx.
-    concurrency: requests in flight at once in `generate` and `score_choices`, so that an engine
-        such as vLLM batches them; results keep the input order.
+    concurrency: requests in flight at once in `generate`, `score_choices` and
+        `score_choices_many`, so that an engine such as vLLM batches them; results keep the input
+        order.
     logit_bias_cap: most entries sent in `logit_bias` (e.g. 300 for api.openai.com); None = all.
     context_window: used when the server does not report its own; when both are known the
         smaller one wins.
@@ -567,6 +568,11 @@ class OpenAICompatLLM:
         )
 
     # ----------------------------------------------------------------- protocol: choices
+    def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
+        """`score_choices` of each request, `concurrency` in flight at once, in input order (an
+        engine with prefix caching then reads a shared prompt prefix once)."""
+        return self._map(self.score_choices, list(requests))
+
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
         """Log-probability of each choice as the start of the assistant's answer, bias applied.
 

@@ -22,6 +22,7 @@ from faithrag.llm.base import (
     Message,
     TokenBias,
     generate_then_score,
+    score_choices_many,
     score_choices_under,
 )
 
@@ -77,6 +78,10 @@ class Replicas:
                             biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
         with self._borrow() as copy:
             return score_choices_under(copy, request, biases)
+
+    def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
+        with self._borrow() as copy:  # one copy for all, so its cache carries over
+            return score_choices_many(copy, requests)
 
     def generate_then_score(self, request: GenerationRequest,
                             follow_up: Callable[[Completion], ChoiceRequest],

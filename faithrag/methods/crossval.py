@@ -45,7 +45,9 @@ passages), so when all remaining passages fit one window the ranking request is 
 generate() call as each detection (the backend evaluates the shared prefix once). If no passage
 is removed after that detection, its ranking reply is the final ranking and no further call is
 made; otherwise it is discarded (a few dozen generated tokens) and the ranking runs afresh.
-Judging both orders doubles the cross-validation prompt (the two share only the question).
+Judging both orders doubles the cross-validation prompt (the two share only the question). The
+"support" verdict scores all its claims in one `score_choices_many` call, each passage's two
+claims next to each other, so the embedded backend reads each passage once, not twice.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.cfrag.answers import same_answer
@@ -73,7 +75,12 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
-from faithrag.retrieval.scorers.llm_judge import sigmoid, yes_log_odds
+from faithrag.retrieval.scorers.llm_judge import (
+    sigmoid,
+    yes_log_odds,
+    yes_log_odds_many,
+    yes_no_request,
+)
 from faithrag.types import Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
@@ -356,17 +363,24 @@ class CrossValidatedReranker:
         return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
                                  purpose="side_answer")
 
-    def _support(self, question: Question, reference: Passage, answer: str, step: Step) -> float:
-        """The log-odds of "Yes", `reference` supports `answer` (choice scoring, no generation).
-        The passage comes before the claim, so both sides' requests share a prompt prefix."""
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            user = (f"Question: {question.text.strip()}\n\n"
-                    f"Passage:\n{render_passages(texts, [reference.title])}\n\n"
-                    + SUPPORT_INSTRUCTION.format(answer=answer))
-            return (Message("system", SUPPORT_SYSTEM), Message("user", user))
+    def _support(self, question: Question, references: list[Passage], answers: list[str],
+                 step: Step) -> list[list[float]]:
+        """For each reference passage, the log-odds of "Yes", it supports each answer (choice
+        scoring, no generation). One `score_choices_many` call with a passage's claims next to
+        each other: the passage comes before the claim, so the embedded backend reads it once."""
+        def request(reference: Passage, answer: str) -> ChoiceRequest:
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                user = (f"Question: {question.text.strip()}\n\n"
+                        f"Passage:\n{render_passages(texts, [reference.title])}\n\n"
+                        + SUPPORT_INSTRUCTION.format(answer=answer))
+                return (Message("system", SUPPORT_SYSTEM), Message("user", user))
 
-        return yes_log_odds(self.llm, render, [self._cut(reference)], "support_judge", step,
-                            reserve=4)
+            return yes_no_request(self.llm, render, [self._cut(reference)], "support_judge",
+                                  step, reserve=4)
+
+        odds = yes_log_odds_many(self.llm, [request(r, x) for r in references for x in answers],
+                                 step)
+        return [odds[i:i + len(answers)] for i in range(0, len(odds), len(answers))]
 
     def support_verdict(self, question: Question, a: Passage, b: Passage,
                         others: list[Passage], step: Step
@@ -388,7 +402,7 @@ class CrossValidatedReranker:
             return STATUS_NONE, None
         if self._different_subjects(question, a, b, step):
             return STATUS_AMBIGUOUS, None
-        support = [[self._support(question, r, x.text, step) for x in answers] for r in others]
+        support = self._support(question, others, [x.text for x in answers], step)
         votes = [0, 0]
         for odds_a, odds_b in support:
             if abs(odds_a - odds_b) >= self.support_margin:

@@ -68,6 +68,47 @@ def test_support_verdict_is_recorded_and_summarised(capsys):
     assert "removes the contrary passage 0/1" in capsys.readouterr().out
 
 
+class ManyFake(FakeLLM):
+    """A fake with the one-call scoring of several requests, counting those calls."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.many_calls = 0
+
+    def score_choices_many(self, requests):
+        self.many_calls += 1
+        return [self.score_choices(r) for r in requests]
+
+
+def test_support_verdict_is_timed_with_and_without_the_shared_prefix_call():
+    config = Config.load(None, {"llm.backend": "fake", "rerank.verdict": "support"})
+    llm = ManyFake(lambda request: "ANSWER: 1990" if "1990" in request.messages[-1].content
+                   else "ANSWER: 1932")
+    separate = crossval_verdicts.OneCallPerClaim(llm)
+    assert getattr(separate, "score_choices_many", None) is None
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), BRIDGE, ("support",),
+                                     build_crossval(separate, config, None))
+    assert llm.many_calls == 1  # only the default way scored its claims in one call
+    assert len([c for c in llm.calls if c.purpose == "support_judge"]) == 4
+    assert record["support"]["status"] == record["support_separate"]["status"] == "tied"
+    assert {"seconds", "scoring_seconds"} <= set(record["support_separate"])
+
+
+def test_shared_prefix_summary_reports_the_ratio_and_agreement(capsys):
+    def way(status, removed, seconds, scoring, p_yes):
+        return {"status": status, "removed": removed, "seconds": seconds,
+                "scoring_seconds": scoring, "p_yes": {"d2": p_yes}}
+
+    records = [{"id": "a", "contrary": "d1", "support": way("ok", "d1", 60, 20, [0.5, 0.1]),
+                "support_separate": way("ok", "d1", 80, 40, [0.52, 0.1])},
+               {"id": "b", "contrary": "d1", "support": way("tied", None, 50, 30, [0.3, 0.3]),
+                "support_separate": way("ok", "d1", 70, 50, [0.3, 0.2])}]
+    crossval_verdicts.summarise_shared_prefix(records)
+    out = capsys.readouterr().out
+    assert "n=2 pairs" in out and "median per-pair ratio 0.55" in out
+    assert "same verdict 1/2" in out and "largest P(yes) difference 0.100" in out
+
+
 def answered(pid, answer, relevance=1, contrary=False):
     return RankPassage(pid, f"It is {answer}.", relevance, contrary, meta={"doc_answer": answer})
 

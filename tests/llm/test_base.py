@@ -8,6 +8,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     TokenBias,
     generate_then_score,
+    score_choices_many,
     user_prompt,
 )
 from faithrag.llm.fake import FakeLLM
@@ -52,3 +53,23 @@ def test_generate_then_score_on_a_backend_without_it_generates_then_scores_the_f
     assert completion.text == "the reply" and seen == ["the reply"]
     assert [s.best for s in scores] == [1, 0]
     assert llm.calls[-1].answer_prefix == "the reply"
+
+
+def test_score_choices_many_on_a_backend_without_it_scores_each_request_in_order():
+    llm = FakeLLM(choice_prior=len)
+    requests = [ChoiceRequest(user_prompt("pick"), ("a", "bbb")),
+                ChoiceRequest(user_prompt("pick"), ("a", "bbb"),
+                              bias=TokenBias.from_mapping({ord("a"): 10.0}))]
+    assert [s.best for s in score_choices_many(llm, requests)] == [1, 0]
+    assert llm.calls == requests
+
+
+def test_score_choices_many_uses_the_backends_own_call():
+    class OneCall(FakeLLM):
+        def score_choices_many(self, requests):
+            self.many = list(requests)
+            return [self.score_choices(r) for r in requests]
+
+    llm = OneCall(choice_prior=len)
+    requests = [ChoiceRequest(user_prompt(q), ("a", "bbb")) for q in ("x", "y")]
+    assert len(score_choices_many(llm, requests)) == 2 and llm.many == requests

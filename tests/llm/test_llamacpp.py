@@ -164,6 +164,24 @@ def test_scoring_under_several_biases_equals_one_call_per_bias(llm):
 
 
 @pytest.mark.model
+def test_scoring_many_reads_a_shared_prompt_prefix_once(llm, monkeypatch):
+    passage = ("The Aldermoor Bridge crosses the river at the old ford. Its stone arches were "
+               "built by the county after the ferry sank in a winter flood. ") * 3
+    requests = [ChoiceRequest(user_prompt(f"{passage}\nClaim: the bridge opened in {year}. Does "
+                                          "the passage support it? Answer Yes or No."),
+                              ("Yes", "No")) for year in (1887, 1921)]
+    alone = [llm.score_choices(r) for r in requests]
+    evaluated = count_evaluated(llm, monkeypatch)
+    together = llm.score_choices_many(requests)
+    prompts = [len(llm._encode_chat(r.messages)) for r in requests]
+    assert together[0].logprobs == alone[0].logprobs  # exact: read as a separate call reads it
+    assert together[1].logprobs == pytest.approx(alone[1].logprobs, abs=0.5)
+    assert sum(evaluated) < sum(prompts) - 60  # the passage was read once
+    assert [s.logprobs for s in llm.score_choices_many(requests)] == [
+        s.logprobs for s in together]  # reproducible
+
+
+@pytest.mark.model
 def test_generate_then_score_scores_from_the_replys_cache(llm, monkeypatch):
     request = GenerationRequest(QUESTION, max_tokens=12)
     choices = (" Paris", " Berlin, in Germany")

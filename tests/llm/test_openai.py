@@ -334,6 +334,31 @@ def test_first_token_scores_add_the_bias_locally():
     assert (chat[0]["max_tokens"], chat[0]["top_logprobs"]) == (1, 20)
 
 
+def test_score_choices_many_runs_concurrently_and_keeps_input_order():
+    inner, _ = first_token_server({})
+    in_flight, peak, lock = 0, 0, threading.Lock()
+
+    def handler(req):
+        nonlocal in_flight, peak
+        if req.url.path != "/v1/chat/completions":
+            return inner(req)
+        n = int(json.loads(req.content)["messages"][0]["content"])
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.02 * (6 - n))  # later requests finish first
+        with lock:
+            in_flight -= 1
+        entries = [{"token": "A", "logprob": -0.5 * n}, {"token": "B", "logprob": -1.0}]
+        return httpx.Response(200, json=chat_reply(
+            "A", logprobs=[{**entries[0], "top_logprobs": entries}]))
+
+    requests = [ChoiceRequest(user_prompt(str(n)), ("A", "B")) for n in range(6)]
+    scores = mock_llm(handler, concurrency=3).score_choices_many(requests)
+    assert [s.logprobs[0] for s in scores] == pytest.approx([-0.5 * n for n in range(6)])
+    assert peak == 3
+
+
 def test_first_token_scores_read_vllm_token_ids():
     handler, bodies = first_token_server({"token_id:66": -0.1, "token_id:65": -2.5}, "vllm")
     scores = mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "B")))

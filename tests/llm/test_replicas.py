@@ -14,6 +14,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     TokenBias,
     generate_then_score,
+    score_choices_many,
     user_prompt,
 )
 from faithrag.llm.fake import FakeLLM
@@ -99,6 +100,16 @@ def test_generate_then_score_runs_both_parts_on_one_copy():
             llm, REQUEST, lambda c: ChoiceRequest(user_prompt(c.text), ("a", "bbb")), [None])
     assert completion.text == "ok" and scores.best == 1
     assert len(copies[0].calls) == 0 and len(copies[1].calls) == 2
+
+
+def test_score_choices_many_runs_on_one_copy():
+    copies = [FakeLLM(choice_prior=len) for _ in range(2)]
+    llm = Replicas(copies)
+    requests = [ChoiceRequest(user_prompt(q), ("a", "bbb")) for q in ("x", "y", "z")]
+    with llm._borrow():  # the first copy is busy: all three must go to the second
+        scores = score_choices_many(llm, requests)
+    assert [s.best for s in scores] == [1, 1, 1]
+    assert len(copies[0].calls) == 0 and copies[1].calls == requests
 
 
 def test_copies_of_different_models_are_refused():

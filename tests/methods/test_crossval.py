@@ -74,6 +74,7 @@ class SupportJudge(FakeLLM):
         self.held, self.other = held, other  # log-odds of Yes for a held / an absent answer
         self.same = iter(same) if isinstance(same, tuple) else None
         self.same_default = same
+        self.batches = []  # the requests of each score_choices_many call
 
     def score_choices(self, request):
         self.calls.append(request)
@@ -85,6 +86,10 @@ class SupportJudge(FakeLLM):
         yes = self.always if self.always is not None else answer in PASSAGE.search(user).group(2)
         return ChoiceScores(request.choices, [self.held if yes else self.other, 0.0], [1, 1],
                             10, 0.0)
+
+    def score_choices_many(self, requests):
+        self.batches.append([(r.purpose, r.messages[-1].content) for r in requests])
+        return [self.score_choices(r) for r in requests]
 
 
 def crossval(script, max_rounds=2, window=20, step=10, both_orders=True, verdict="pairwise",
@@ -281,6 +286,19 @@ def test_support_verdict_removes_the_side_the_other_passages_do_not_support():
     assert [c.purpose for c in validate.llm_calls] == ["side_answer"] * 2 + ["support_judge"] * 4
     assert script.seen["validate"] == []  # the pairwise prompt is not used
     assert [p.id for p in result.passages] == ["history", "survey", "walk"]
+
+
+def test_support_verdict_scores_its_claims_in_one_call_a_passages_two_claims_together():
+    script = Script()
+    judge = SupportJudge(script)
+    reranker, _ = crossval(script, max_rounds=1, verdict="support", llm=judge)
+    reranker.rerank(QUESTION, bridge_passages(), Trace())
+    [batch] = judge.batches
+    passages = [PASSAGE.search(user).group(2) for _, user in batch]
+    claims = [re.search(r'is "(.*)"', user).group(1) for _, user in batch]
+    assert {purpose for purpose, _ in batch} == {"support_judge"}
+    assert claims == ["1887", "1921"] * 2
+    assert passages[0] == passages[1] != passages[2] == passages[3]
 
 
 @pytest.mark.parametrize("replies, always, status", [
