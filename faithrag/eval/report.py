@@ -462,7 +462,7 @@ def _ranking_lines(runs: list[Run], aggregates: list[dict[str, Any]]) -> list[st
                   if top and agg["accuracy"] is not None else "–")
         rows.append([
             run.dataset, run.label, str(run.manifest.get("first_stage") or ""), str(summary["n"]),
-            *[_metric_cell(agg["metrics"].get(name), name)
+            *[_metric_cell(agg["metrics"].get(name), name, with_ci=name.endswith("@1"))
               for name in ("ndcg@1", "ndcg@5", "ndcg@10", "contrary@1", "contrary@5",
                            "contrary@10")],
             _num(det["removed"] / summary["n"] if summary["n"] else None, 2),
@@ -475,7 +475,8 @@ def _ranking_lines(runs: list[Run], aggregates: list[dict[str, Any]]) -> list[st
     if not rows:
         return []
     return ["", "## Re-ranking", "",
-            ("nDCG as 0–1, contrary@k = % of contrary passages among the top k. Removal "
+            ("nDCG as 0–1, contrary@k = % of contrary passages among the top k; the @1 "
+             "columns carry their 95% interval (Wilson for 0/1 values, else bootstrap). Removal "
              "precision / recall: removed passages that are contrary / contrary passages "
              "removed (micro, %); pair hit: detected conflicting pairs holding a contrary "
              "passage (%). Parse: model outputs unreadable / repaired / read. LLM calls, "
@@ -487,12 +488,13 @@ def _ranking_lines(runs: list[Run], aggregates: list[dict[str, Any]]) -> list[st
                      "LLM calls/query", "tokens/query", "s/query", "answer accuracy"], rows)]
 
 
-def _metric_cell(entry: dict[str, Any] | None, name: str) -> str:
+def _metric_cell(entry: dict[str, Any] | None, name: str, with_ci: bool = False) -> str:
     if entry is None or entry["mean"] is None:
         return "–"
+    ci = entry.get("ci") if with_ci else None
     if name.startswith("ndcg") or name == "f1":
-        return f"{entry['mean']:.3f}"
-    return _pct(entry["mean"])
+        return f"{entry['mean']:.3f}" + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+    return _pct(entry["mean"]) + _ci(ci)
 
 
 # ---------------------------------------------------------------- plots

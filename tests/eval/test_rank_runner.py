@@ -216,8 +216,11 @@ def test_report_has_a_reranking_table(data, tmp_path):
     files = report([tmp_path / "runs/crossval", tmp_path / "runs/none"], tmp_path / "report")
     text = files.table.read_text()
     assert "## Re-ranking" in text
-    row = next(line for line in text.splitlines() if line.startswith("| toyrank | crossval |"))
-    assert "| 1.000 |" in row and "100.0 [" in row
+    row = next(line for line in text.partition("## Re-ranking")[2].splitlines()
+               if line.startswith("| toyrank | crossval |"))
+    # nDCG@1 and contrary@1 with their Wilson intervals (3 of 3 and 0 of 3), the rest without
+    assert "| 3 | 1.000 [0.44, 1.00] | 1.000 | 1.000 | 0.0 [0.0, 56.1] | 0.0 | 0.0 |" in row
+    assert "100.0 [43.9, 100.0] (vanilla, top 1)" in row
     summary = json.loads(files.summary.read_text())
     assert summary["runs"][0]["ranking"]["detection"]["recall"] == 1.0
 
