@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from faithrag.llm.base import LLM, ChoiceRequest, Message, score_choices_many
+from faithrag.llm.base import LLM, ChoiceRequest, ChoiceScores, Message, score_choices_many
 from faithrag.llm.budget import Render, fit_evidence
 from faithrag.types import Step
 
@@ -31,12 +31,15 @@ class LLMJudgeScorer:
         self.llm = llm
 
     def score(self, query: str, passages: Sequence[str], step: Step | None = None) -> list[float]:
+        return [self._score_one(query, passage, step) for passage in passages]
+
+    def _score_one(self, query: str, passage: str, step: Step | None) -> float:
         def render(evidence: list[str]) -> tuple[Message, ...]:
             content = JUDGE_USER.format(query=query, passage="\n".join(evidence))
             return (Message("system", JUDGE_SYSTEM), Message("user", content))
 
-        return [sigmoid(yes_log_odds(self.llm, render, [passage], "relevance_judge", step,
-                                     reserve=8)) for passage in passages]
+        return sigmoid(yes_log_odds(self.llm, render, [passage], "relevance_judge", step,
+                                    reserve=8))
 
 
 def yes_no_request(llm: LLM, render: Render, evidence: list[str], purpose: str,
@@ -49,25 +52,26 @@ def yes_no_request(llm: LLM, render: Render, evidence: list[str], purpose: str,
     return ChoiceRequest(fitted.messages, CHOICES, purpose=purpose)
 
 
-def yes_log_odds_many(llm: LLM, requests: Sequence[ChoiceRequest],
-                      step: Step | None) -> list[float]:
-    """log P("Yes") − log P("No") of each Yes/No request (choice scoring, no generation), all
-    in one `score_choices_many` call, each recorded on `step` under its purpose."""
-    odds = []
-    for request, scores in zip(requests, score_choices_many(llm, requests), strict=True):
-        if step is not None:
-            step.record_llm(request.purpose, scores.prompt_tokens, 0, scores.seconds)
-        yes, no = scores.logprobs
-        odds.append(yes - no)
-    return odds
-
-
 def yes_log_odds(llm: LLM, render: Render, evidence: list[str], purpose: str,
                  step: Step | None, reserve: int) -> float:
-    """log P("Yes") − log P("No") for the prompt `render` makes of `evidence`, recorded on
-    `step` under `purpose`."""
+    """log P("Yes") − log P("No") for the prompt `render` makes of `evidence` (choice scoring,
+    no generation), recorded on `step` under `purpose`."""
     request = yes_no_request(llm, render, evidence, purpose, step, reserve)
-    return yes_log_odds_many(llm, [request], step)[0]
+    return _recorded_odds(request, llm.score_choices(request), step)
+
+
+def yes_log_odds_many(llm: LLM, requests: Sequence[ChoiceRequest],
+                      step: Step | None) -> list[float]:
+    """`yes_log_odds` of each Yes/No request, all scored in one `score_choices_many` call."""
+    return [_recorded_odds(request, scores, step) for request, scores
+            in zip(requests, score_choices_many(llm, requests), strict=True)]
+
+
+def _recorded_odds(request: ChoiceRequest, scores: ChoiceScores, step: Step | None) -> float:
+    if step is not None:
+        step.record_llm(request.purpose, scores.prompt_tokens, 0, scores.seconds)
+    yes, no = scores.logprobs
+    return yes - no
 
 
 def sigmoid(x: float) -> float:
