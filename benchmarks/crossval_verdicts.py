@@ -200,7 +200,7 @@ def rate(hits: int, n: int) -> str:
 
 def summarise_shared_prefix(records: list[dict]) -> None:
     pairs = [(r["support"], r["support_separate"]) for r in records if "support_separate" in r]
-    scored = [(a, b) for a, b in pairs if b["scoring_seconds"] > 0]
+    scored = [(a, b) for a, b in pairs if a["p_yes"] and b["p_yes"] and b["scoring_seconds"] > 0]
     if not scored:
         return
     same = sum((a["status"], a["removed"]) == (b["status"], b["removed"]) for a, b in pairs)

@@ -3,7 +3,7 @@
 # also answers the item's QA version from the top TOP re-ranked passages with GENERATOR (the
 # downstream measurement), so the re-ranking is paid for once. Resumable: re-run the same
 # command to continue; runs land in $OUT/<set>-<reranker>, the report in $OUT/report.
-#   N=200 MODEL=default THREADS=1 OUT=runs/rerank bash benchmarks/rerank.sh
+#   N=200 MODEL=default THREADS=1 WORKERS=2 OUT=runs/rerank bash benchmarks/rerank.sh
 # "none" is the retriever's own order (BM25 over the item's candidates), the input of the others.
 # "crossval:support" is crossval with rerank.verdict=support (run directory <set>-crossval-support);
 # a "+guard" suffix adds rerank.same_subject_check=true (<set>-crossval-support-guard).
@@ -12,6 +12,7 @@ N=${N:-200}
 MODEL=${MODEL:-default}
 OUT=${OUT:-runs/rerank}
 THREADS=${THREADS:-1}  # 1 when something else shares the CPU (llama.cpp collapses otherwise)
+WORKERS=${WORKERS:-1}  # items in flight, each on its own copy of the model (2 on two cores)
 TOP=${TOP:-3}
 GENERATOR=${GENERATOR:-vanilla}
 SETS=${SETS:-"kre_conflict_rank ramdocs_rank"}
@@ -26,7 +27,7 @@ for set in $SETS; do
     if [[ $reranker == *+guard ]]; then rerank+=(--set rerank.same_subject_check=true); fi
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} --method "$GENERATOR" \
-      --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" \
+      --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
       --out "$OUT/$set-$name" --no-progress > "$OUT/$set-$name.summary.json"
     echo "$set $name $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
   done
