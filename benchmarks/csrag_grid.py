@@ -41,7 +41,7 @@ def cell_outcomes(records: list[dict]) -> tuple[dict[str, list[bool]], int]:
     for record in records:
         if record.get("parse_status") == "skipped":
             continue  # no two-way choice for this item
-        if not (record.get("extra") or {}).get("variants"):  # failed before its options were scored
+        if not was_scored(record):
             failed += 1
         for label, seen in outcomes.items():
             seen.append(bool(cell_correct(record, label)))
@@ -53,6 +53,14 @@ def load_records(run: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+CACHED_BELOW = 0.5  # seconds: a facts or paraphrase step this short was read from the cache
+
+
+def was_scored(record: dict) -> bool:
+    """The item reached the scoring of its options (it failed before otherwise)."""
+    return bool((record.get("extra") or {}).get("variants"))
+
+
 def stage_seconds(record: dict, stage: str) -> float:
     stages = (record.get("trace") or {}).get("stages", [])
     return sum(s["seconds"] for s in stages if s["stage"] == stage)
@@ -60,8 +68,8 @@ def stage_seconds(record: dict, stage: str) -> float:
 
 def timing_line(records: list[dict]) -> str:
     timed = [(stage_seconds(r, "facts"), stage_seconds(r, "generate")) for r in records
-             if (r.get("extra") or {}).get("variants")]
-    fresh = [(f, g) for f, g in timed if f >= 0.5]  # facts generated, not read from the cache
+             if was_scored(r)]
+    fresh = [(f, g) for f, g in timed if f >= CACHED_BELOW]  # facts generated, not cached
     if not timed:
         return "no timed items"
     line = (f"time per item (median): scoring {median(g for _, g in timed):.1f} s; ")
@@ -74,14 +82,14 @@ def timing_line(records: list[dict]) -> str:
 
 def cost_line(records: list[dict]) -> str:
     """Scoring prompt tokens, the paraphrase step (generated vs cached) and whole-item seconds."""
-    scored = [r for r in records if (r.get("extra") or {}).get("variants")]
+    scored = [r for r in records if was_scored(r)]
     if not scored:
         return "no timed items"
     tokens = [sum(s.get("prompt_tokens", 0) for s in r["trace"]["stages"]
                   if s["stage"] == "generate") for r in scored]
     line = f"scoring prompt tokens (mean) {sum(tokens) / len(tokens):.0f}; "
     if any(s["stage"] == "paraphrase" for r in scored for s in r["trace"]["stages"]):
-        fresh = [r for r in scored if stage_seconds(r, "paraphrase") >= 0.5]
+        fresh = [r for r in scored if stage_seconds(r, "paraphrase") >= CACHED_BELOW]
         line += (f"paraphrases {median(stage_seconds(r, 'paraphrase') for r in fresh):.1f} s "
                  f"({len(fresh)} generated, {len(scored) - len(fresh)} cached), whole item "
                  f"with them generated {median(r['seconds'] for r in fresh):.1f} s; "

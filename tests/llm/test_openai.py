@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -113,23 +114,37 @@ def test_generate_omits_optional_fields_when_unused():
     assert not {"stop", "logit_bias", "logprobs", "top_logprobs"} & set(bodies[0])
 
 
+class InFlight:
+    """Requests inside a mock server's handler at once, and the most there ever were."""
+
+    def __init__(self):
+        self.now = self.peak = 0
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def request(self):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
 def test_generate_runs_concurrently_and_keeps_input_order():
-    in_flight, peak, lock = 0, 0, threading.Lock()
+    in_flight = InFlight()
 
     def handler(req):
-        nonlocal in_flight, peak
         n = int(json.loads(req.content)["messages"][0]["content"])
-        with lock:
-            in_flight += 1
-            peak = max(peak, in_flight)
-        time.sleep(0.02 * (8 - n))  # later requests finish first
-        with lock:
-            in_flight -= 1
+        with in_flight.request():
+            time.sleep(0.02 * (8 - n))  # later requests finish first
         return httpx.Response(200, json=chat_reply(f"answer {n}"))
 
     out = mock_llm(handler, concurrency=3).generate([request(str(i)) for i in range(8)])
     assert [c.text for c in out] == [f"answer {i}" for i in range(8)]
-    assert peak == 3
+    assert in_flight.peak == 3
 
 
 def test_retries_5xx_with_backoff_then_succeeds():
@@ -336,19 +351,14 @@ def test_first_token_scores_add_the_bias_locally():
 
 def test_score_choices_many_runs_concurrently_and_keeps_input_order():
     inner, _ = first_token_server({})
-    in_flight, peak, lock = 0, 0, threading.Lock()
+    in_flight = InFlight()
 
     def handler(req):
-        nonlocal in_flight, peak
         if req.url.path != "/v1/chat/completions":
             return inner(req)
         n = int(json.loads(req.content)["messages"][0]["content"])
-        with lock:
-            in_flight += 1
-            peak = max(peak, in_flight)
-        time.sleep(0.02 * (6 - n))  # later requests finish first
-        with lock:
-            in_flight -= 1
+        with in_flight.request():
+            time.sleep(0.02 * (6 - n))  # later requests finish first
         entries = [{"token": "A", "logprob": -0.5 * n}, {"token": "B", "logprob": -1.0}]
         return httpx.Response(200, json=chat_reply(
             "A", logprobs=[{**entries[0], "top_logprobs": entries}]))
@@ -356,7 +366,7 @@ def test_score_choices_many_runs_concurrently_and_keeps_input_order():
     requests = [ChoiceRequest(user_prompt(str(n)), ("A", "B")) for n in range(6)]
     scores = mock_llm(handler, concurrency=3).score_choices_many(requests)
     assert [s.logprobs[0] for s in scores] == pytest.approx([-0.5 * n for n in range(6)])
-    assert peak == 3
+    assert in_flight.peak == 3
 
 
 def test_first_token_scores_read_vllm_token_ids():
