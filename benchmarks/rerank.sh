@@ -7,6 +7,8 @@
 # "none" is the retriever's own order (BM25 over the item's candidates), the input of the others.
 # "crossval:support" is crossval with rerank.verdict=support (run directory <set>-crossval-support);
 # a "+guard" suffix adds rerank.same_subject_check=true (<set>-crossval-support-guard).
+# SET: space-separated config overrides for every run, e.g. SET="llm.prefix_cache=true" (crossval
+# then reads each item's passages once for all detection rounds; see BENCHMARKS.md).
 set -euo pipefail
 N=${N:-200}
 MODEL=${MODEL:-default}
@@ -18,6 +20,8 @@ GENERATOR=${GENERATOR:-vanilla}
 SETS=${SETS:-"kre_conflict_rank ramdocs_rank"}
 RERANKERS=${RERANKERS:-"none bi_encoder llm_judge listwise crossval"}
 FAITHRAG=${FAITHRAG:-faithrag}
+overrides=()
+for override in ${SET:-}; do overrides+=(--set "$override"); done
 mkdir -p "$OUT"
 for set in $SETS; do
   for reranker in $RERANKERS; do
@@ -26,7 +30,8 @@ for set in $SETS; do
     if [[ $reranker == *:* ]]; then rerank+=(--set "rerank.verdict=${verdict%%+*}"); fi
     if [[ $reranker == *+guard ]]; then rerank+=(--set rerank.same_subject_check=true); fi
     start=$(date +%s)
-    $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} --method "$GENERATOR" \
+    $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} \
+      ${overrides[@]+"${overrides[@]}"} --method "$GENERATOR" \
       --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
       --out "$OUT/$set-$name" --no-progress > "$OUT/$set-$name.summary.json"
     echo "$set $name $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"

@@ -83,6 +83,19 @@ class GenerationRequest:
     # that lets a backend keep their keys/values between calls (llama.cpp with llm.prefix_cache;
     # servers such as vLLM or llama.cpp server cache shared prefixes on their own)
     cache_prefix: int = 0
+    # and the leading text of the message after them that recurs as well (e.g. the question and
+    # passages, when only the instruction that follows them changes from call to call)
+    cache_prefix_text: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.cache_prefix <= len(self.messages):
+            raise ValueError(f"cache_prefix must be between 0 and {len(self.messages)} "
+                             f"(the number of messages), got {self.cache_prefix}")
+        if self.cache_prefix_text and not (
+                self.cache_prefix < len(self.messages)
+                and self.messages[self.cache_prefix].content.startswith(self.cache_prefix_text)):
+            raise ValueError("cache_prefix_text must begin the message after the cache_prefix "
+                             "leading messages")
 
 
 @dataclass

@@ -32,11 +32,13 @@ exactly. `generate_then_score` is one such call: it scores a slot built from its
 the cache the reply left, instead of reading the prompt again.
 
 With `prefix_cache=True` the leading messages a request marks as recurring (`cache_prefix`:
-system prompt, few-shot turns) are kept between calls, without giving that up: such a prefix is
-always evaluated on its own, from an empty cache, and its keys/values are snapshotted (llama.cpp's
-per-sequence state) and restored bit for bit the next time it leads a prompt. The split is then
-fixed by the request, not by what ran before. It differs from the default single-batch split, so
-results with and without the option differ in the same small way as above.
+system prompt, few-shot turns; `cache_prefix_text`: the start of the message after them, such as
+passages followed by an instruction that changes) are kept between calls, without giving that up:
+such a prefix is always evaluated on its own, from an empty cache, and its keys/values are
+snapshotted (llama.cpp's per-sequence state) and restored bit for bit the next time it leads a
+prompt. The split is then fixed by the request, not by what ran before. It differs from the
+default single-batch split, so results with and without the option differ in the same small way
+as above.
 
 With `lookup_tokens > 0`, greedy decoding drafts: after each pick, the tokens that followed the
 last `lookup_ngram` tokens where they occurred before in the prompt or output (faithrag/llm/
@@ -273,11 +275,15 @@ class LlamaCppLLM:
                     in zip(requests, encoded)]
 
     def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
-        """How many leading tokens of `prompt` are the request's recurring messages (0 when
-        the prefix cache is off or nothing recurs); at least the last token stays outside."""
-        if not self.prefix_cache or request.cache_prefix <= 0:
+        """How many leading tokens of `prompt` are the request's recurring messages and text (0
+        when the prefix cache is off or nothing recurs); at least the last token stays outside."""
+        recurring = list(request.messages[:request.cache_prefix])
+        if request.cache_prefix_text:
+            role = request.messages[request.cache_prefix].role
+            recurring.append(Message(role, request.cache_prefix_text))
+        if not self.prefix_cache or not recurring:
             return 0
-        head = self._encode_chat(request.messages[:request.cache_prefix])
+        head = self._encode_chat(recurring)  # its closing tags fall outside the common prefix
         return min(common_prefix(head, prompt), len(prompt) - 1)
 
     def _generate_one(self, request: GenerationRequest, prompt: list[int],

@@ -5,11 +5,14 @@ threads each get more done than one context with all of them (their threads spin
 other). `Replicas` holds N copies; each call takes a free copy, waiting when all are busy, so
 `faithrag eval --workers N` evaluates N items at once in one process and one run directory.
 Every embedded call starts from an empty cache (or a snapshot that is bit for bit the same on
-each copy), so its result does not depend on which copy served it."""
+each copy), so its result does not depend on which copy served it. Which copy serves a call only
+matters for speed: a caller thread gets the copy it used last whenever that one is free, so the
+prefix snapshots a copy made for an item's earlier calls (`llm.prefix_cache`) serve its later
+ones; with as many workers as copies each worker keeps one copy."""
 
 from __future__ import annotations
 
-import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -36,17 +39,24 @@ class Replicas:
                              f"{sorted({copy.name for copy in copies})}.")
         self.copies = list(copies)
         self.name = self.copies[0].name
-        self._free: queue.SimpleQueue[LLM] = queue.SimpleQueue()
-        for copy in self.copies:
-            self._free.put(copy)
+        self._free = list(self.copies)
+        self._returned = threading.Condition()
+        self._last = threading.local()  # the copy this thread used last
 
     @contextmanager
     def _borrow(self) -> Iterator[LLM]:
-        copy = self._free.get()
+        with self._returned:
+            self._returned.wait_for(lambda: self._free)
+            last = getattr(self._last, "copy", None)
+            copy = last if any(c is last for c in self._free) else self._free[0]
+            self._free = [c for c in self._free if c is not copy]
+        self._last.copy = copy
         try:
             yield copy
         finally:
-            self._free.put(copy)
+            with self._returned:
+                self._free.append(copy)
+                self._returned.notify()
 
     # tokenizer questions have the same answer on every copy
     @property

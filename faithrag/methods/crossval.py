@@ -47,7 +47,9 @@ is removed after that detection, its ranking reply is the final ranking and no f
 made; otherwise it is discarded (a few dozen generated tokens) and the ranking runs afresh.
 Judging both orders doubles the cross-validation prompt (the two share only the question). The
 "support" verdict scores all its claims in one `score_choices_many` call, each passage's two
-claims next to each other, so the embedded backend reads each passage once, not twice.
+claims next to each other, so the embedded backend reads each passage once, not twice. Detection
+marks the question and passages as a recurring prefix (`cache_prefix_text`): with
+`llm.prefix_cache` the embedded backend reads them once for all rounds, not once per round.
 """
 
 from __future__ import annotations
@@ -236,7 +238,8 @@ class CrossValidatedReranker:
         with trace.step("rerank", "crossval.detect", round=round_number,
                         passages=[p.id for p in visible]) as step:
             request, shown = passages_prompt(self.llm, question, visible, self.passage_tokens,
-                                             lambda n: instruction, DETECT_TOKENS, step)
+                                             lambda n: instruction, DETECT_TOKENS, step,
+                                             recurring=True)
             requests = [replace(request, purpose="detect_conflict")]
             if rank_too:
                 requests.append(self.ranker.window_request(question, visible, step))

@@ -73,9 +73,10 @@ def cut_text(llm: LLM, text: str, max_tokens: int) -> str:
 
 def passages_prompt(llm: LLM, question: Question, passages: Sequence[Passage],
                     passage_tokens: int, instruction: Callable[[int], str], reserve: int,
-                    step: Step) -> tuple[GenerationRequest, int]:
+                    step: Step, recurring: bool = False) -> tuple[GenerationRequest, int]:
     """System + "Question, numbered passages, task" prompt, fitted to the context window; the
-    request (max_tokens = reserve) and how many passages it shows."""
+    request (max_tokens = reserve) and how many passages it shows. With `recurring`, everything
+    before the task is marked as a prefix that later requests repeat (`cache_prefix_text`)."""
     titles = [p.title for p in passages]
 
     def render(texts: list[str]) -> tuple[Message, ...]:
@@ -86,7 +87,12 @@ def passages_prompt(llm: LLM, question: Question, passages: Sequence[Passage],
     fitted = fit_evidence(llm, render, [cut_text(llm, p.text, passage_tokens) for p in passages],
                           reserve)
     step.warnings.extend(fitted.warnings)
-    return GenerationRequest(fitted.messages, max_tokens=reserve), len(fitted.evidence)
+    request = GenerationRequest(fitted.messages, max_tokens=reserve)
+    if recurring:
+        user = fitted.messages[1].content
+        head = user[: len(user) - len(instruction(len(fitted.evidence)))]
+        request = replace(request, cache_prefix=1, cache_prefix_text=head)
+    return request, len(fitted.evidence)
 
 
 class ListwiseRanker:

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -6,6 +7,7 @@ from faithrag.llm.base import (
     ChoiceRequest,
     ChoiceScores,
     GenerationRequest,
+    Message,
     TokenBias,
     generate_then_score,
     score_choices_many,
@@ -73,3 +75,15 @@ def test_score_choices_many_uses_the_backends_own_call():
     llm = OneCall(choice_prior=len)
     requests = [ChoiceRequest(user_prompt(q), ("a", "bbb")) for q in ("x", "y")]
     assert len(score_choices_many(llm, requests)) == 2 and llm.many == requests
+
+
+def test_a_recurring_prefix_must_lead_the_request():
+    messages = (Message("system", "Be brief."), Message("user", "Passages: ... Task: rank."))
+    GenerationRequest(messages, cache_prefix=1, cache_prefix_text="Passages: ...")
+    GenerationRequest(messages, cache_prefix=2)
+    with pytest.raises(ValueError, match="between 0 and 2"):
+        GenerationRequest(messages, cache_prefix=3)
+    with pytest.raises(ValueError, match="must begin the message"):
+        GenerationRequest(messages, cache_prefix=1, cache_prefix_text="Task: rank.")
+    with pytest.raises(ValueError, match="must begin the message"):
+        GenerationRequest(messages, cache_prefix=2, cache_prefix_text="Passages")

@@ -416,6 +416,32 @@ def test_prefix_cache_results_do_not_depend_on_what_ran_before(cached_llm, tiny_
         (cold.text, cold.token_logprobs)
 
 
+def passage_request(task: str) -> GenerationRequest:
+    head = f"Passage: {'The Eiffel Tower was completed in 1889 in Paris. ' * 4}\n\n"
+    return GenerationRequest((Message("system", "You answer from the passage."),
+                              Message("user", head + task)), max_tokens=4, logprobs=True,
+                             cache_prefix=1, cache_prefix_text=head)
+
+
+@pytest.mark.model
+def test_prefix_cache_keeps_the_recurring_start_of_a_message(cached_llm, tiny_gguf, monkeypatch):
+    cached_llm._snapshots.clear()
+    when, where = passage_request("When was it completed?"), passage_request("Where is it?")
+    counts = count_evaluated(cached_llm, monkeypatch)
+    cached_llm.generate([when])
+    prefix = counts[0]  # the system message and the passage, alone
+    assert prefix > cached_llm.count_chat_tokens(when.messages) - prefix
+    counts.clear()
+    [warm] = cached_llm.generate([where])
+    assert counts[0] == cached_llm.count_chat_tokens(where.messages) - prefix
+    fresh = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1, prefix_cache=True)
+    try:
+        [cold] = fresh.generate([where])
+    finally:
+        fresh.close()
+    assert (warm.text, warm.token_logprobs) == (cold.text, cold.token_logprobs)
+
+
 @pytest.mark.model
 def test_prefix_cache_keeps_at_most_the_configured_snapshots(cached_llm):
     cached_llm._snapshots.clear()

@@ -82,6 +82,37 @@ def test_a_copy_serves_one_caller_at_a_time():
     assert len(copies[0].calls) == 8 and occupancy.most == 1
 
 
+def test_a_caller_gets_back_the_copy_it_used_last():
+    copies = [FakeLLM(default="ok") for _ in range(3)]
+    llm = Replicas(copies)
+    with llm._borrow():  # the first copy is busy, so this thread's call goes to the second
+        llm.generate([REQUEST])
+    for _ in range(3):  # all are free now: the second again, where its snapshots would be
+        llm.generate([REQUEST])
+    assert [len(c.calls) for c in copies] == [0, 4, 0]
+
+
+class ThreadRecordingFake(FakeLLM):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.threads: set[int] = set()
+
+    def generate(self, requests):
+        self.threads.add(threading.get_ident())
+        return super().generate(requests)
+
+
+def test_as_many_workers_as_copies_keep_one_copy_each():
+    copies = [ThreadRecordingFake(default="ok") for _ in range(2)]
+    llm = Replicas(copies)
+    workers = [ThreadPoolExecutor(max_workers=1) for _ in range(2)]
+    for worker in (0, 1, 1, 0, 0, 1):  # in turn, so that both copies are free at every call
+        workers[worker].submit(llm.generate, [REQUEST]).result()
+    for worker in workers:
+        worker.shutdown()
+    assert [len(c.threads) for c in copies] == [1, 1] and copies[0].threads != copies[1].threads
+
+
 def test_choice_scoring_and_tokenizer_go_through():
     llm = Replicas([FakeLLM(choice_prior=len), FakeLLM(choice_prior=len)])
     request = ChoiceRequest(user_prompt("pick"), ("a", "bbb"))

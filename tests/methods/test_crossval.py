@@ -224,6 +224,19 @@ def test_a_pair_found_consistent_and_named_again_ends_the_rounds():
     assert "already found consistent" in trace.steps[2].decision
 
 
+def test_every_detection_marks_the_question_and_passages_as_its_recurring_prefix():
+    script = Script(detect="Conflict: [3] [1]",
+                    validate="Reason: both say 1887.\nFalse passage: None")
+    reranker, llm = crossval(script, max_rounds=3, both_orders=False)
+    reranker.rerank(QUESTION, bridge_passages(), Trace())
+    first, second = [r for r in llm.calls if r.purpose == "detect_conflict"]
+    assert first.cache_prefix == second.cache_prefix == 1
+    assert first.cache_prefix_text == second.cache_prefix_text  # the second round reuses it
+    head = first.cache_prefix_text
+    assert "Aldermoor" in head and head.count("<passage") == 4 and "Conflict" not in head
+    assert "checked and do not conflict" in second.messages[1].content[len(head):]
+
+
 def test_a_round_needs_a_reference_passage_beyond_the_pair():
     always = Script(detect="Conflict: [1] [2]",
                     validate="Reason: B is odd.\nFalse passage: B")
