@@ -9,6 +9,8 @@
 # a "+guard" suffix adds rerank.same_subject_check=true (<set>-crossval-support-guard).
 # SET: space-separated config overrides for every run, e.g. SET="llm.prefix_cache=true" (crossval
 # then reads each item's passages once for all detection rounds; see BENCHMARKS.md).
+# The runs share their answering calls through $OUT/answer-cache (eval --answer-cache): give every
+# run of a set the same SET, or their answers are keyed apart.
 set -euo pipefail
 N=${N:-200}
 MODEL=${MODEL:-default}
@@ -32,7 +34,7 @@ for set in $SETS; do
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} \
       ${overrides[@]+"${overrides[@]}"} --method "$GENERATOR" \
-      --answer-top "$TOP" --limit "$N" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
+      --answer-top "$TOP" --answer-cache "$OUT/answer-cache" --limit "$N" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
       --out "$OUT/$set-$name" --no-progress > "$OUT/$set-$name.summary.json"
     echo "$set $name $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
   done

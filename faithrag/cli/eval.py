@@ -46,6 +46,10 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--answer-top", type=int, metavar="K",
                    help="ranking sets: also answer each item's QA version from the top K "
                         "re-ranked passages with --method")
+    g.add_argument("--answer-cache", metavar="DIR",
+                   help="ranking sets with --answer-top: keep the greedy answering calls in DIR "
+                        "and reuse them; runs that share DIR compute an identical answer "
+                        "prompt once")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +87,8 @@ def run_spec(spec: EvalSpec, config: Config, llm: LLM | None, args: argparse.Nam
     """A QA run (run_eval) or, for a ranking set, a re-ranking run (run_rank_eval)."""
     dataset = load_dataset(spec.dataset, spec.data_dir, spec.split, spec.file, spec.on_error)
     if dataset.kind == "rank":
-        options = RankOptions(first_stage=args.first_stage, answer_top=args.answer_top)
+        options = RankOptions(first_stage=args.first_stage, answer_top=args.answer_top,
+                              answer_cache=args.answer_cache)
         return run_rank_eval(spec, config, out, llm, options, workers=workers,
                              progress=progress, dataset=dataset, ray=ray)
     return run_eval(spec, config, out, llm, build_pipeline, workers=workers, progress=progress,

@@ -19,6 +19,9 @@ results.jsonl, resume by id, a failing item is recorded and the run goes on). Pe
    `meta.contrary_answer`. For a free-form QA version: `meta.gold_answers` (else the QA answers)
    and `meta.wrong_answers` (else `[meta.contrary_answer]`); correct = some gold answer is
    contained in the answer and no wrong one is (`any_gold`, `wrong_answer` recorded apart).
+   With `answer_cache` (a directory) the answering calls are kept there and shared by every run
+   that names it: re-rankers that put the same passages first get the same answer without
+   computing it again (faithrag/eval/answer_cache.py; `extra.answer_cached` says so).
 
 Record fields beyond the report schema: `ranking` (ids, best first), `removed` (id, reason,
 is_contrary), `detection` (removed / removed_contrary / contrary counts; detected pairs and pairs
@@ -41,6 +44,7 @@ from typing import Any, Literal
 from faithrag.config import Config
 from faithrag.errors import ConfigError, DataError
 from faithrag.eval import metrics as M
+from faithrag.eval.answer_cache import AnswerCache, backend_identity
 from faithrag.eval.datasets import Dataset, QAItem, RankItem, load_dataset
 from faithrag.eval.executors import RayCluster, evaluate_items
 from faithrag.eval.runner import (
@@ -68,6 +72,7 @@ _RANK_MANIFEST_KEYS = ("kind", "first_stage", "answer_top")
 class RankOptions:
     first_stage: Literal["bm25", "given"] = "bm25"
     answer_top: int | None = None  # answer the QA version from the top k passages
+    answer_cache: str | Path | None = None  # keep and share the answering calls here
 
     def __post_init__(self) -> None:
         if self.first_stage not in FIRST_STAGES:
@@ -175,7 +180,11 @@ def _rank_evaluator(spec: EvalSpec, config: Config, label: str, dataset_name: st
                     ) -> Callable[[RankItem], dict[str, Any]]:
     """evaluate_item with the re-ranker and (when answering) the generator built around `llm`."""
     reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
-    generator = build_generator(config.pipeline.method, llm, config) \
+    answer_llm: LLM = llm
+    if options.answer_cache is not None:
+        identity = backend_identity(config, model_identity(config)[1])
+        answer_llm = AnswerCache(llm, options.answer_cache, identity)
+    generator = build_generator(config.pipeline.method, answer_llm, config) \
         if options.answer_top is not None else None
     return lambda item: evaluate_item(item, reranker, label, dataset_name, options, generator,
                                       qa.get(item.id))
@@ -215,6 +224,10 @@ def evaluate_item(item: RankItem, reranker: Reranker | None, label: str, dataset
     removed_ids = [r.passage.id for r in result.removed]
     cost, parse, pairs = _rerank_figures(trace)
     totals = trace.totals()
+    extra: dict[str, Any] = {"warnings": trace.warnings}
+    if generator is not None:
+        extra["answer_cached"] = any(call.cached for s in trace.steps if s.stage == "generate"
+                                     for call in s.llm_calls)
     return {**record, "prediction": prediction, "choice_index": choice_index,
             "correct": correct, "parse_status": status,
             "prompt_tokens": totals["prompt_tokens"],
@@ -230,7 +243,7 @@ def evaluate_item(item: RankItem, reranker: Reranker | None, label: str, dataset
             "rerank_parse": parse, "rerank_cost": cost,
             "rerank_steps": [{"name": s.name, "decision": s.decision, "outputs": s.outputs}
                              for s in trace.steps if s.stage == "rerank"],
-            "extra": {"warnings": trace.warnings}}
+            "extra": extra}
 
 
 def summarize_rank_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -300,6 +313,7 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         "malformed_lines": [str(e) for e in dataset.errors],
         "kind": "rank", "first_stage": options.first_stage, "answer_top": options.answer_top,
         "answer_method": config.pipeline.method if answering else None,
+        "answer_cache": str(options.answer_cache) if answering and options.answer_cache else None,
     }
     _write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
     items: list[RankItem] = dataset.items[: spec.limit] if spec.limit else dataset.items

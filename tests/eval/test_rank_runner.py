@@ -256,3 +256,23 @@ def test_a_pair_named_again_after_it_was_cleared_is_not_counted_twice():
     assert record["error"] is None and record["detection"]["pairs"] == 1
     detect_steps = [s for s in record["trace"]["stages"] if s["name"] == "crossval.detect"]
     assert len(detect_steps) == 2
+
+
+def test_runs_sharing_an_answer_cache_compute_an_identical_answer_once(data, tmp_path):
+    cache = tmp_path / "answers"
+    options = RankOptions(first_stage="given", answer_top=1, answer_cache=cache)
+    llm = FakeLLM(responder)
+    first = run_rank_eval(spec(data), CONFIG, tmp_path / "none", llm, options, progress=False)
+    answered = sum(r.purpose == "answer" for r in llm.calls)
+    # listwise puts the two dated passages first, the rumour still on top: the same answer prompt
+    second = run_rank_eval(spec(data, rerank="listwise"), CONFIG, tmp_path / "listwise", llm,
+                           options, progress=False)
+    assert answered == 3 and sum(r.purpose == "answer" for r in llm.calls) == 3
+    done, again = records(tmp_path / "none"), records(tmp_path / "listwise")
+    assert all(again[i]["ranking"][0] == done[i]["ranking"][0] for i in done)
+    assert [again[i]["prediction"] for i in done] == [done[i]["prediction"] for i in done]
+    assert second["accuracy"] == first["accuracy"] == 0.0
+    assert not any(r["extra"]["answer_cached"] for r in done.values())
+    assert all(r["extra"]["answer_cached"] for r in again.values())
+    manifest = json.loads((tmp_path / "listwise/manifest.json").read_text())
+    assert manifest["answer_cache"] == str(cache)
