@@ -26,6 +26,7 @@ from faithrag.llm.base import (
     ChoiceScores,
     Completion,
     GenerationRequest,
+    Message,
     TokenBias,
     generate_then_score,
     score_choices_many,
@@ -77,7 +78,7 @@ class AnswerCache:
     def detokenize(self, ids: Sequence[int]) -> str:
         return self.llm.detokenize(ids)
 
-    def count_chat_tokens(self, messages) -> int:
+    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
         return self.llm.count_chat_tokens(messages)
 
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores:

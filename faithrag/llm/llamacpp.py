@@ -277,11 +277,13 @@ class LlamaCppLLM:
     def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
         """How many leading tokens of `prompt` are the request's recurring messages and text (0
         when the prefix cache is off or nothing recurs); at least the last token stays outside."""
+        if not self.prefix_cache:
+            return 0
         recurring = list(request.messages[:request.cache_prefix])
         if request.cache_prefix_text:
             role = request.messages[request.cache_prefix].role
             recurring.append(Message(role, request.cache_prefix_text))
-        if not self.prefix_cache or not recurring:
+        if not recurring:
             return 0
         head = self._encode_chat(recurring)  # its closing tags fall outside the common prefix
         return min(common_prefix(head, prompt), len(prompt) - 1)
