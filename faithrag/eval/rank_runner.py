@@ -180,12 +180,11 @@ def _rank_evaluator(spec: EvalSpec, config: Config, label: str, dataset_name: st
                     ) -> Callable[[RankItem], dict[str, Any]]:
     """evaluate_item with the re-ranker and (when answering) the generator built around `llm`."""
     reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
-    answer_llm: LLM = llm
-    if options.answer_cache is not None:
-        identity = backend_identity(config, model_identity(config)[1])
-        answer_llm = AnswerCache(llm, options.answer_cache, identity)
-    generator = build_generator(config.pipeline.method, answer_llm, config) \
-        if options.answer_top is not None else None
+    generator = None
+    if options.answer_top is not None:
+        answer_llm: LLM = llm if options.answer_cache is None else AnswerCache(
+            llm, options.answer_cache, backend_identity(config, model_identity(config)[1]))
+        generator = build_generator(config.pipeline.method, answer_llm, config)
     return lambda item: evaluate_item(item, reranker, label, dataset_name, options, generator,
                                       qa.get(item.id))
 
