@@ -1,0 +1,91 @@
+"""Where two CF-RAG runs on the same items part ways, stage by stage, from their records.
+
+An ablation changes one stage, but two runs can also differ upstream of it: greedy decoding is
+exact on one machine and one llama.cpp build, not across them (other SIMD kernels round
+differently, and a near-tie can fall the other way). For each slice of the dataset order this
+counts the items on which both runs kept the same counterfactual questions, built the same
+evidence pool, got the same draft answers, took the same decision (consensus or synthesis) and
+gave the same final answer; then splits the paired outcome (right in A only / in B only) by
+whether the drafts were the same, so that the variant's own effect (same drafts) is read apart
+from what differed before it. No model is loaded.
+
+    python benchmarks/cfrag_stage_agreement.py \
+      results/cfrag/extracted/hotpotqa_distractor-cfrag-d16 \
+      results/cfrag/extracted/hotpotqa_distractor-cfrag_no_causal-d16 0:20 20:100 0:100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from faithrag.eval.datasets import load_dataset
+
+COLUMNS = ("items", "counterfactuals same", "pool same", "draft answers same", "decision same",
+           "final answer same", "same drafts: A only / B only",
+           "other drafts: A only / B only")
+
+
+def scored_records(run: Path) -> tuple[str, dict[str, dict]]:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    records = {}
+    for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("correct") is not None and (record.get("extra") or {}).get("cfrag"):
+            records[record["id"]] = record
+    return manifest["dataset"], records
+
+
+def parse_slice(text: str) -> slice:
+    lo, sep, hi = text.partition(":")
+    if not sep or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a slice like 20:100")
+    return slice(int(lo), int(hi))
+
+
+def compare(a: dict, b: dict) -> dict[str, bool]:
+    ta, tb = a["extra"]["cfrag"], b["extra"]["cfrag"]
+    return {
+        "counterfactuals same": ta.get("counterfactuals") == tb.get("counterfactuals"),
+        "pool same": ta.get("pool") == tb.get("pool"),
+        "draft answers same": ([h.get("answer") for h in ta.get("hypotheses", [])]
+                               == [h.get("answer") for h in tb.get("hypotheses", [])]),
+        "decision same": ta.get("decision") == tb.get("decision"),
+        "final answer same": a.get("prediction") == b.get("prediction"),
+    }
+
+
+def row(ids: list[str], a: dict[str, dict], b: dict[str, dict]) -> list[str]:
+    same = {i: compare(a[i], b[i]) for i in ids}
+    cells = [str(len(ids))] + [str(sum(s[c] for s in same.values())) for c in COLUMNS[1:6]]
+    for drafts_same in (True, False):
+        part = [i for i in ids if same[i]["draft answers same"] is drafts_same]
+        only_a = sum(bool(a[i]["correct"]) and not b[i]["correct"] for i in part)
+        only_b = sum(bool(b[i]["correct"]) and not a[i]["correct"] for i in part)
+        cells.append(f"{only_a} / {only_b} (of {len(part)})")
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_a", type=Path)
+    parser.add_argument("run_b", type=Path)
+    parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI")
+    parser.add_argument("--data-dir")
+    args = parser.parse_args()
+    dataset_a, a = scored_records(args.run_a)
+    dataset_b, b = scored_records(args.run_b)
+    if dataset_a != dataset_b:
+        parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
+    order = [item.id for item in load_dataset(dataset_a, args.data_dir).items]
+    print(f"A = {args.run_a}\nB = {args.run_b}\n")
+    print("| slice | " + " | ".join(COLUMNS) + " |")
+    print("|---|" + "---:|" * len(COLUMNS))
+    for part in args.slices:
+        ids = [i for i in order[part] if i in a and i in b]
+        print(f"| {part.start + 1}–{part.stop} | " + " | ".join(row(ids, a, b)) + " |")
+
+
+if __name__ == "__main__":
+    main()
