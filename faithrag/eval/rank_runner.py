@@ -54,6 +54,7 @@ from faithrag.eval.runner import (
     _write_manifest,
     code_version,
     model_identity,
+    platform_identity,
     run_lock,
 )
 from faithrag.llm.base import LLM
@@ -308,6 +309,7 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         "context_mode": "given", "metric": "containment" if answering else None,
         "seed": spec.seed, "limit": spec.limit, "sweep": spec.sweep,
         "config": config.model_dump(), "code_version": code_version(),
+        "platform": platform_identity(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "malformed_lines": [str(e) for e in dataset.errors],
         "kind": "rank", "first_stage": options.first_stage, "answer_top": options.answer_top,

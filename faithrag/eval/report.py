@@ -7,6 +7,8 @@ A run directory holds two files written by the runner.
     {"dataset": str, "method": str,                      # required
      "model": str, "model_sha256": str, "dataset_sha256": str, "config": dict,
      "code_version": str, "limit": int | null, "seed": int, "created": str (ISO 8601),
+     "platform": str,                                    # CPU and llama.cpp build
+     "code_versions": [str], "platforms": [str],         # a run resumed under others
      "sweep": {"distractors": 4, ...}}                   # optional: the swept setting(s)
 
 ``results.jsonl``, one JSON record per item, appended as items finish::

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import platform
 import subprocess
 import threading
 import time
@@ -20,7 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import partial
+from functools import cache, partial
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,6 +100,31 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         pass
     return __version__
+
+
+@cache
+def platform_identity() -> str:
+    """The CPU and llama.cpp build this process computes on. Greedy decoding is exact on one
+    machine and build, but not across them: other SIMD kernels round differently, so a near-tie
+    in the logits can fall the other way and a long reply can differ (BENCHMARKS.md measures how
+    often). A run that resumes elsewhere records both."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    cpu = cpu or platform.processor() or platform.machine()
+    try:
+        import llama_cpp  # the pinned build, whatever the backend of this run
+        features = " ".join(part.split("=")[0].strip()
+                            for part in llama_cpp.llama_print_system_info().decode().split("|")
+                            if part.strip().endswith("= 1"))
+        return f"{cpu}; llama-cpp-python {metadata.version('llama_cpp_python')}; {features}"
+    except (ImportError, metadata.PackageNotFoundError, AttributeError, UnicodeDecodeError):
+        return f"{cpu}; llama-cpp-python not installed"
 
 
 def model_identity(config: Config) -> tuple[str, str | None]:
@@ -242,11 +269,13 @@ def _write_manifest(out: Path, manifest: dict[str, Any],
             raise ConfigError(
                 f"{out} holds a run with different settings: {'; '.join(changed)}.",
                 "Use another --out directory, or delete this one to start over.")
-        versions = old.get("code_versions") or [old.get("code_version")]
-        if manifest["code_version"] != versions[-1]:
-            versions = [*versions, manifest["code_version"]]
+        history = {}
+        for key in ("code_version", "platform"):  # where each part of the records came from
+            seen = old.get(f"{key}s") or [old.get(key)]
+            history[f"{key}s"] = seen if manifest[key] == seen[-1] else [*seen, manifest[key]]
         manifest = {**old, "limit": manifest["limit"], "resumed": old.get("resumed", 0) + 1,
-                    "code_version": manifest["code_version"], "code_versions": versions}
+                    "code_version": manifest["code_version"], "platform": manifest["platform"],
+                    **history}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=str))
     os.replace(tmp, path)
@@ -298,6 +327,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
         "metric": spec.metric, "seed": spec.seed, "limit": spec.limit, "sweep": spec.sweep,
         "config": config.model_dump(), "code_version": code_version(),
+        "platform": platform_identity(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "malformed_lines": [str(e) for e in dataset.errors],
     })

@@ -112,6 +112,30 @@ def test_code_versions_of_a_resumed_run_are_kept(tmp_path, monkeypatch):
     assert manifest["code_version"] == "0.1+gbbb"
 
 
+def test_a_run_resumed_on_another_machine_records_both(tmp_path, monkeypatch):
+    from faithrag.eval import runner
+
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    config = Config.load(None, {"llm.backend": "fake"})
+    for machine, limit in (("cpu A; AVX2", 1), ("cpu B; AVX512", 2), ("cpu B; AVX512", 3)):
+        monkeypatch.setattr(runner, "platform_identity", lambda m=machine: m)
+        run_eval(EvalSpec("set", file=str(data), limit=limit), config, tmp_path / "run",
+                 FakeLLM(), build, progress=False)
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    assert manifest["platforms"] == ["cpu A; AVX2", "cpu B; AVX512"]
+    assert manifest["platform"] == "cpu B; AVX512"
+
+
+def test_platform_names_the_cpu_and_the_llama_cpp_build():
+    from faithrag.eval.runner import platform_identity
+
+    cpu, build, *features = platform_identity().split("; ")
+    assert cpu
+    assert build.startswith("llama-cpp-python ")
+    if build != "llama-cpp-python not installed":
+        assert features[0].strip()  # the kernels this build runs (AVX2, AVX512, NEON, ...)
+
+
 def test_unparsed_output_scores_zero_on_every_metric(tmp_path):
     class Unreadable:  # a free-form generator whose output could not be read
         name = "unreadable"
