@@ -20,6 +20,8 @@ import argparse
 import json
 from pathlib import Path
 
+from paired_slices import parse_slice  # a sibling script: benchmarks/ is on sys.path
+
 from faithrag.eval.datasets import load_dataset
 
 COLUMNS = ("items", "counterfactuals same", "pool same", "draft answers same", "decision same",
@@ -35,13 +37,6 @@ def scored_records(run: Path) -> tuple[str, dict[str, dict]]:
         if record.get("correct") is not None and (record.get("extra") or {}).get("cfrag"):
             records[record["id"]] = record
     return manifest["dataset"], records
-
-
-def parse_slice(text: str) -> slice:
-    lo, sep, hi = text.partition(":")
-    if not sep or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a slice like 20:100")
-    return slice(int(lo), int(hi))
 
 
 def compare(a: dict, b: dict) -> dict[str, bool]:

@@ -1,0 +1,30 @@
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.append(str(BENCHMARKS))  # the script imports its sibling paired_slices
+_spec = importlib.util.spec_from_file_location(
+    "cfrag_stage_agreement", BENCHMARKS / "cfrag_stage_agreement.py")
+stage_agreement = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(stage_agreement)
+
+
+def record(correct, answers, counterfactuals=("q'",), prediction=None):
+    return {"correct": correct, "prediction": prediction or answers[0], "extra": {"cfrag": {
+        "counterfactuals": list(counterfactuals), "pool": ["p1", "p2"],
+        "hypotheses": [{"answer": a} for a in answers],
+        "decision": "consensus" if len(set(answers)) == 1 else "synthesis"}}}
+
+
+def test_outcomes_are_split_by_whether_the_drafts_were_the_same():
+    a = {"same": record(True, ["x", "x"]), "other": record(False, ["x", "y"]),
+         "kept": record(True, ["z", "z"])}
+    b = {"same": record(False, ["x", "x"], prediction="w"),
+         "other": record(True, ["y", "y"], counterfactuals=("q''",)),
+         "kept": record(True, ["z", "z"])}
+    cells = stage_agreement.row(["same", "other", "kept"], a, b)
+    # items, counterfactuals, pool, drafts, decision, final answer the same
+    assert cells[:6] == ["3", "2", "3", "2", "2", "1"]
+    assert cells[6] == "1 / 0 (of 2)"  # same drafts: right in A only once
+    assert cells[7] == "0 / 1 (of 1)"  # different drafts: right in B only once
