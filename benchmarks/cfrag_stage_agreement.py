@@ -7,7 +7,8 @@ counts the items on which both runs kept the same counterfactual questions, buil
 evidence pool, got the same draft answers, took the same decision (consensus or synthesis) and
 gave the same final answer; then splits the paired outcome (right in A only / in B only) by
 whether the drafts were the same, so that the variant's own effect (same drafts) is read apart
-from what differed before it. No model is loaded.
+from what differed before it. An ablation that changes the drafts themselves (evidence
+division off) is split one stage earlier, by the pool (`--split pool`). No model is loaded.
 
     python benchmarks/cfrag_stage_agreement.py \
       results/cfrag/extracted/hotpotqa_distractor-cfrag-d16 \
@@ -24,9 +25,13 @@ from paired_slices import parse_slice  # a sibling script: benchmarks/ is on sys
 
 from faithrag.eval.datasets import load_dataset
 
-COLUMNS = ("items", "counterfactuals same", "pool same", "draft answers same", "decision same",
-           "final answer same", "same drafts: A only / B only",
-           "other drafts: A only / B only")
+STAGES = ("counterfactuals same", "pool same", "draft answers same", "decision same",
+          "final answer same")
+SPLITS = {"drafts": "draft answers same", "pool": "pool same"}
+
+
+def columns(split: str) -> tuple[str, ...]:
+    return ("items", *STAGES, f"same {split}: A only / B only", f"other {split}: A only / B only")
 
 
 def scored_records(run: Path) -> tuple[str, dict[str, dict]]:
@@ -51,11 +56,11 @@ def compare(a: dict, b: dict) -> dict[str, bool]:
     }
 
 
-def row(ids: list[str], a: dict[str, dict], b: dict[str, dict]) -> list[str]:
+def row(ids: list[str], a: dict[str, dict], b: dict[str, dict], split: str = "drafts") -> list[str]:
     same = {i: compare(a[i], b[i]) for i in ids}
-    cells = [str(len(ids))] + [str(sum(s[c] for s in same.values())) for c in COLUMNS[1:6]]
-    for drafts_same in (True, False):
-        part = [i for i in ids if same[i]["draft answers same"] is drafts_same]
+    cells = [str(len(ids))] + [str(sum(s[c] for s in same.values())) for c in STAGES]
+    for stage_same in (True, False):
+        part = [i for i in ids if same[i][SPLITS[split]] is stage_same]
         only_a = sum(bool(a[i]["correct"]) and not b[i]["correct"] for i in part)
         only_b = sum(bool(b[i]["correct"]) and not a[i]["correct"] for i in part)
         cells.append(f"{only_a} / {only_b} (of {len(part)})")
@@ -67,6 +72,8 @@ def main() -> None:
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
     parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI")
+    parser.add_argument("--split", choices=SPLITS, default="drafts",
+                        help="split the paired outcome by this stage being the same")
     parser.add_argument("--data-dir")
     args = parser.parse_args()
     dataset_a, a = scored_records(args.run_a)
@@ -75,11 +82,12 @@ def main() -> None:
         parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
     order = [item.id for item in load_dataset(dataset_a, args.data_dir).items]
     print(f"A = {args.run_a}\nB = {args.run_b}\n")
-    print("| slice | " + " | ".join(COLUMNS) + " |")
-    print("|---|" + "---:|" * len(COLUMNS))
+    header = columns(args.split)
+    print("| slice | " + " | ".join(header) + " |")
+    print("|---|" + "---:|" * len(header))
     for part in args.slices:
         ids = [i for i in order[part] if i in a and i in b]
-        print(f"| {part.start + 1}–{part.stop} | " + " | ".join(row(ids, a, b)) + " |")
+        print(f"| {part.start + 1}–{part.stop} | " + " | ".join(row(ids, a, b, args.split)) + " |")
 
 
 if __name__ == "__main__":

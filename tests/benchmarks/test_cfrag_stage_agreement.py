@@ -10,9 +10,9 @@ stage_agreement = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(stage_agreement)
 
 
-def record(correct, answers, counterfactuals=("q'",), prediction=None):
+def record(correct, answers, counterfactuals=("q'",), prediction=None, pool=("p1", "p2")):
     return {"correct": correct, "prediction": prediction or answers[0], "extra": {"cfrag": {
-        "counterfactuals": list(counterfactuals), "pool": ["p1", "p2"],
+        "counterfactuals": list(counterfactuals), "pool": list(pool),
         "hypotheses": [{"answer": a} for a in answers],
         "decision": "consensus" if len(set(answers)) == 1 else "synthesis"}}}
 
@@ -28,3 +28,13 @@ def test_outcomes_are_split_by_whether_the_drafts_were_the_same():
     assert cells[:6] == ["3", "2", "3", "2", "2", "1"]
     assert cells[6] == "1 / 0 (of 2)"  # same drafts: right in A only once
     assert cells[7] == "0 / 1 (of 1)"  # different drafts: right in B only once
+
+
+def test_outcomes_can_be_split_by_the_pool_when_the_variant_changes_the_drafts():
+    a = {"same_pool": record(False, ["x", "y"]), "other_pool": record(True, ["z", "z"])}
+    b = {"same_pool": record(True, ["y"]), "other_pool": record(False, ["w"], pool=("p3",))}
+    cells = stage_agreement.row(["same_pool", "other_pool"], a, b, split="pool")
+    assert cells[2] == "1"  # pool the same on one item
+    assert cells[6] == "0 / 1 (of 1)"  # same pool: right in B only
+    assert cells[7] == "1 / 0 (of 1)"  # other pool: right in A only
+    assert stage_agreement.columns("pool")[-2] == "same pool: A only / B only"
