@@ -17,13 +17,10 @@ division off) is split one stage earlier, by the pool (`--split pool`). No model
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from paired_slices import parse_slice  # a sibling script: benchmarks/ is on sys.path
-
-from faithrag.eval.datasets import load_dataset
+from paired_slices import pair_parser, sliced_pairs  # a sibling: benchmarks/ is on sys.path
 
 STAGES = ("counterfactuals same", "pool same", "draft answers same", "decision same",
           "final answer same")
@@ -34,7 +31,8 @@ def columns(split: str) -> tuple[str, ...]:
     return ("items", *STAGES, f"same {split}: A only / B only", f"other {split}: A only / B only")
 
 
-def scored_records(run: Path) -> tuple[str, dict[str, dict]]:
+def scored_records(run_arg: str) -> tuple[str, dict[str, dict]]:
+    run = Path(run_arg)
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     records = {}
     for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
@@ -68,25 +66,16 @@ def row(ids: list[str], a: dict[str, dict], b: dict[str, dict], split: str = "dr
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_a", type=Path)
-    parser.add_argument("run_b", type=Path)
-    parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI")
+    parser = pair_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=SPLITS, default="drafts",
                         help="split the paired outcome by this stage being the same")
-    parser.add_argument("--data-dir")
     args = parser.parse_args()
-    dataset_a, a = scored_records(args.run_a)
-    dataset_b, b = scored_records(args.run_b)
-    if dataset_a != dataset_b:
-        parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
-    order = [item.id for item in load_dataset(dataset_a, args.data_dir).items]
+    a, b, slices = sliced_pairs(parser, args, scored_records)
     print(f"A = {args.run_a}\nB = {args.run_b}\n")
     header = columns(args.split)
     print("| slice | " + " | ".join(header) + " |")
     print("|---|" + "---:|" * len(header))
-    for part in args.slices:
-        ids = [i for i in order[part] if i in a and i in b]
+    for part, ids in slices:
         print(f"| {part.start + 1}–{part.stop} | " + " | ".join(row(ids, a, b, args.split)) + " |")
 
 

@@ -13,10 +13,14 @@ A run written `DIR@CELL` stands for one ablation cell of a run made with
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeVar
 
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.eval.report import run_outcomes
+
+T = TypeVar("T")
 
 
 def scored(run_arg: str) -> tuple[str, dict[str, bool]]:
@@ -39,24 +43,37 @@ def pct(successes: int, n: int) -> str:
     return f"{100 * successes / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def pair_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments of a two-run comparison: the runs, the slices, the data directory."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("run_a")
     parser.add_argument("run_b")
     parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI")
     parser.add_argument("--data-dir")
-    args = parser.parse_args()
+    return parser
 
-    dataset_a, a = scored(args.run_a)
-    dataset_b, b = scored(args.run_b)
+
+def sliced_pairs(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 load: Callable[[str], tuple[str, dict[str, T]]]
+                 ) -> tuple[dict[str, T], dict[str, T], list[tuple[slice, list[str]]]]:
+    """Both runs' records by item id (`load` gives a run's dataset and records), checked to be on
+    one dataset, and for each slice the ids that both runs have, in the dataset's order."""
+    dataset_a, a = load(args.run_a)
+    dataset_b, b = load(args.run_b)
     if dataset_a != dataset_b:
         parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
     order = [item.id for item in load_dataset(dataset_a, args.data_dir).items]
+    return a, b, [(part, [i for i in order[part] if i in a and i in b]) for part in args.slices]
+
+
+def main() -> None:
+    parser = pair_parser(__doc__.split("\n\n")[0])
+    args = parser.parse_args()
+    a, b, slices = sliced_pairs(parser, args, scored)
     print(f"A = {args.run_a}\nB = {args.run_b}\n")
     print("| items | n (both scored) | A | B | A − B [95% CI] | A only / B only | McNemar p |")
     print("|---|---:|---|---|---|---|---:|")
-    for part in args.slices:
-        ids = [i for i in order[part] if i in a and i in b]
+    for part, ids in slices:
         if not ids:
             print(f"| {part.start + 1}–{part.stop} | 0 | | | | | |")
             continue
