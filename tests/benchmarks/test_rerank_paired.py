@@ -1,0 +1,75 @@
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "rerank_paired", Path(__file__).resolve().parents[2] / "benchmarks" / "rerank_paired.py")
+rerank_paired = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = rerank_paired  # its dataclass looks its module up
+_spec.loader.exec_module(rerank_paired)
+
+
+def write_run(path, dataset, rows):
+    """rows: (id, ndcg@1, contrary@1, correct); ndcg None = undefined, "error" = failed item."""
+    path.mkdir()
+    (path / "manifest.json").write_text(json.dumps({"dataset": dataset, "kind": "rank",
+                                                    "method": path.name, "model": "fake"}))
+    lines = []
+    for qid, ndcg, contrary, correct in rows:
+        if ndcg == "error":
+            lines.append({"id": qid, "error": "RuntimeError: boom", "metrics": {},
+                          "correct": None, "parse_status": "error"})
+            continue
+        lines.append({"id": qid, "ranking": ["p"], "correct": correct, "parse_status": "ok",
+                      "metrics": {"ndcg@1": ndcg, "contrary@1": contrary}})
+    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return str(path)
+
+
+def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_path):
+    reranker = write_run(tmp_path / "crossval", "toy", [
+        ("q0", 1.0, 0.0, True), ("q1", 1.0, 0.0, True), ("q2", 0.0, 1.0, False),
+        ("q3", None, 0.0, True), ("q4", "error", None, None)])
+    weak = write_run(tmp_path / "none", "toy", [
+        ("q0", 0.0, 1.0, False), ("q1", 0.0, 1.0, True), ("q2", 0.0, 1.0, False),
+        ("q3", None, 1.0, False), ("q4", 1.0, 0.0, True), ("q5", 1.0, 0.0, True)])
+    strong = write_run(tmp_path / "bi_encoder", "toy", [
+        ("q0", 1.0, 0.0, None), ("q1", 1.0, 0.0, None)])
+    _, _, a = rerank_paired.queries(reranker)
+    _, _, b = rerank_paired.queries(weak)
+    assert set(a) == {"q0", "q1", "q2", "q3"}  # the errored query is left out
+
+    c = rerank_paired.compare(a, b)
+    assert c["shared"] == 4 and c["ndcg_n"] == 3  # q3 has no nDCG@1
+    assert c["ndcg_a"] == pytest.approx(2 / 3) and c["ndcg_b"] == 0.0
+    assert c["ndcg_difference"] == pytest.approx(2 / 3)
+    assert (c["contrary"]["only_a"], c["contrary"]["only_b"], c["contrary"]["n"]) == (0, 3, 4)
+    assert (c["answers"]["only_a"], c["answers"]["only_b"]) == (2, 0)
+
+    _, _, s = rerank_paired.queries(strong)
+    assert "answers" not in rerank_paired.compare(a, s)  # the baseline did not answer
+    g = rerank_paired.goals(a, {"none": b, "bi_encoder": s})
+    assert g["best"] == "bi_encoder" and g["margin"] == 0.0  # 1.0 vs 1.0 on q0, q1
+    assert g["contrary"] == pytest.approx(1 / 4) and g["contrary_n"] == 4
+
+
+def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch):
+    reranker = write_run(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
+    baseline = write_run(tmp_path / "none", "toy", [("q0", 0.5, 1.0, False)])
+    monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, baseline])
+    rerank_paired.main()
+    out = capsys.readouterr().out
+    assert "| none | 1 | 1.000 | 0.500 | +0.500" in out
+    assert "contrary@1 <= 5%: 0.0 %" in out and "met by the point estimate" in out
+    assert "nDCG@1 >= best baseline + 0.10: +0.500 [+0.500, +0.500] over none" in out
+
+
+def test_runs_on_different_sets_are_refused(tmp_path, monkeypatch):
+    reranker = write_run(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
+    other = write_run(tmp_path / "none", "other", [("q0", 1.0, 0.0, True)])
+    monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, other])
+    with pytest.raises(SystemExit):
+        rerank_paired.main()
