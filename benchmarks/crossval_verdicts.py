@@ -20,6 +20,16 @@ remaining passages as the cross-checking evidence, by either verdict of `rerank.
   two valid passages giving different answers (an ambiguous question: RAMDocs), for that pair,
   which should be left standing. Prints both distributions, the AUC and, per threshold, how
   many of each kind pass.
+- likelihood (a diagnostic for the paper's "rationality" criterion, not a verdict): the log-
+  probability of each side as the model's own reply to a neutral request for a factual passage
+  on the question (passages cut as crossval cuts them). On kre_conflict_rank no other passage
+  speaks to either side, so a likelihood test is the one judgement left; it can only work if
+  the false side is the less probable one. Prints how often it is, by the total and by the
+  per-token log-probability.
+- truth (the same criterion asked outright, also a diagnostic): for a contrary passage that is
+  an edited copy of the true one (kre_conflict_rank), the first run of sentences the two state
+  differently, each side's judged closed-book: the log-odds of "Yes" to "Is this statement
+  true?" with no passage shown. Prints how often the contrary side's statement scores lower.
 Prints, per verdict, how often the contrary passage would be removed (the pairwise verdict
 removes only when both orders agree), how often the true one would, and the order-averaged
 accuracy. One JSON line per item in --out, resumable.
@@ -31,6 +41,7 @@ accuracy. One JSON line per item in --out, resumable.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import statistics
@@ -41,13 +52,20 @@ from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
 from faithrag.eval.metrics import wilson_interval
 from faithrag.llm import load_llm
-from faithrag.llm.base import ChoiceRequest
+from faithrag.llm.base import ChoiceRequest, Message
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict
+from faithrag.retrieval.scorers.llm_judge import yes_log_odds
 from faithrag.types import Question, Trace
 
 _VERDICT_LINE = re.compile(r"false passage\s*:", re.IGNORECASE)
+LIKELIHOOD_SYSTEM = "You write accurate, factual encyclopedia passages."
+LIKELIHOOD_REQUEST = "Write a passage with the facts needed to answer this question: {question}"
+TRUTH_SYSTEM = "You judge statements from your own knowledge."
+TRUTH_INSTRUCTION = "Is this statement true? Answer Yes or No."
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
 
 
 def known_pair(item: RankItem):
@@ -106,6 +124,43 @@ def support(reranker, question: Question, true, contrary, others) -> dict:
                                          if c.purpose == "support_judge"), 2)}
 
 
+def likelihood(reranker, question: Question, true, contrary) -> dict:
+    """Total log-probability and token count of each side (true first) as the model's reply."""
+    messages = (Message("system", LIKELIHOOD_SYSTEM),
+                Message("user", LIKELIHOOD_REQUEST.format(question=question.text.strip())))
+    scores = reranker.llm.score_choices(ChoiceRequest(
+        messages, (reranker._cut(true), reranker._cut(contrary)), purpose="likelihood"))
+    return {"logprob": scores.logprobs, "tokens": scores.token_counts}
+
+
+def differing_sentences(true_text: str, contrary_text: str) -> tuple[str, str] | None:
+    """The first run of sentences the two passages state differently (the true passage's, the
+    contrary one's), or None when they differ only by whole sentences added or dropped. Runs
+    that differ only in punctuation, spacing or case (edits made on the way) are passed over."""
+    a = _SENTENCE_END.split(true_text.strip())
+    b = _SENTENCE_END.split(contrary_text.strip())
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        first, second = " ".join(a[i1:i2]), " ".join(b[j1:j2])
+        if op == "replace" and _WORD.findall(first.lower()) != _WORD.findall(second.lower()):
+            return first, second
+    return None
+
+
+def truth(reranker, true, contrary) -> dict:
+    """Closed-book log-odds that each side's differing statement is true (true first)."""
+    statements = differing_sentences(true.text, contrary.text)
+    if statements is None:
+        return {"statements": None, "log_odds": None}
+
+    def render(texts: list[str]) -> tuple[Message, ...]:
+        return (Message("system", TRUTH_SYSTEM),
+                Message("user", f"Statement: {texts[0]}\n\n{TRUTH_INSTRUCTION}"))
+
+    odds = [yes_log_odds(reranker.llm, render, [s], "truth", None, reserve=4)
+            for s in statements]
+    return {"statements": list(statements), "log_odds": odds}
+
+
 def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",),
           separate=None, separate_first: bool = False) -> dict | None:
     """`separate`: the same reranker on `OneCallPerClaim`, to time the support verdict both
@@ -122,6 +177,10 @@ def judge(reranker, item: RankItem, verdicts: tuple[str, ...] = ("pairwise",),
             record[key] = support(way, question, true, contrary, others)
     if "pairwise" in verdicts:
         record.update(pairwise(reranker, question, true, contrary, others))
+    if "likelihood" in verdicts:
+        record["likelihood"] = likelihood(reranker, question, true, contrary)
+    if "truth" in verdicts:
+        record["truth"] = truth(reranker, true, contrary)
     if "guard" in verdicts:
         ambiguous = ambiguity_pair(item)
         with Trace().step("rerank", "verdicts") as step:
@@ -187,6 +246,13 @@ def progress(record: dict) -> str:
         parts.append(f"support removes {support['removed']} ({support['status']})")
     if "orders" in record:
         parts.append(f"pairwise {[o['verdict'] for o in record['orders']]}")
+    if "likelihood" in record:
+        total = record["likelihood"]["logprob"]
+        parts.append(f"log P true - contrary {total[0] - total[1]:+.1f}")
+    if "truth" in record:
+        odds = record["truth"]["log_odds"]
+        parts.append("no sentence edited" if odds is None
+                     else f"truth log-odds true - contrary {odds[0] - odds[1]:+.2f}")
     if "guard" in record:
         same = {k: None if v is None else round(v, 2) for k, v in record["guard"].items()}
         parts.append(f"same-subject log-odds {same}")
@@ -216,8 +282,39 @@ def summarise_shared_prefix(records: list[dict]) -> None:
           f"same verdict {same}/{len(pairs)}; largest P(yes) difference {shift:.3f}")
 
 
+def summarise_likelihood(records: list[dict]) -> None:
+    sides = [r["likelihood"] for r in records if "likelihood" in r]
+    if not sides:
+        return
+    n = len(sides)
+    total = [s["logprob"][0] - s["logprob"][1] for s in sides]
+    mean = [s["logprob"][0] / max(s["tokens"][0], 1) - s["logprob"][1] / max(s["tokens"][1], 1)
+            for s in sides]
+    print(f"likelihood: the contrary passage is the less probable side by total log-prob "
+          f"{rate(sum(d > 0 for d in total), n)}, by per-token log-prob "
+          f"{rate(sum(d > 0 for d in mean), n)}; median true - contrary {statistics.median(total):+.1f}"
+          f" nats in all, {statistics.median(mean):+.3f} per token")
+
+
+def summarise_truth(records: list[dict]) -> None:
+    judged = [r["truth"]["log_odds"] for r in records if "truth" in r]
+    if not judged:
+        return
+    odds = [o for o in judged if o is not None]
+    if not odds:
+        print(f"truth: no edited sentence in {len(judged)} pairs")
+        return
+    lower = sum(o[1] < o[0] for o in odds)
+    print(f"truth: the contrary statement scores lower {rate(lower, len(odds))} "
+          f"({len(judged) - len(odds)} pairs without an edited sentence); median log-odds "
+          f"true {statistics.median(o[0] for o in odds):+.2f}, contrary "
+          f"{statistics.median(o[1] for o in odds):+.2f}")
+
+
 def summarise(records: list[dict]) -> None:
     summarise_guard(records)
+    summarise_likelihood(records)
+    summarise_truth(records)
     summarise_shared_prefix(records)
     support = [r["support"] for r in records if "support" in r]
     contrary = [r["contrary"] for r in records if "support" in r]
@@ -259,7 +356,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=30)
     parser.add_argument("--model", default="default")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard"),
+    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard", "likelihood", "truth"),
                         default=["support", "pairwise"])
     parser.add_argument("--time-shared-prefix", action="store_true",
                         help="also run the support verdict with one scoring call per claim")

@@ -144,3 +144,42 @@ def test_guard_scores_the_contrary_pair_and_the_ambiguity_pair(capsys):
     out = capsys.readouterr().out
     assert "ambiguity pairs (two subjects) n=1" in out and "AUC 0.50" in out
     assert "threshold +0.0: contrary pairs judged 1/1" in out
+
+
+def test_likelihood_scores_both_sides_as_the_models_own_passage(capsys):
+    config = Config.load(None, {"llm.backend": "fake"})
+    # the fake finds the edited (contrary) side the more probable one, as the 1.5B model did
+    llm = FakeLLM(choice_prior=lambda text: -1.0 if "1990" in text else -5.0)
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), BRIDGE, ("likelihood",))
+    (request,) = llm.calls
+    assert request.purpose == "likelihood" and "When was the bridge opened?" in \
+        request.messages[-1].content
+    assert request.choices == ("The bridge opened in 1932.", "The bridge opened in 1990.")
+    assert record["likelihood"]["logprob"] == [-5.0, -1.0]
+    crossval_verdicts.summarise([record])
+    out = capsys.readouterr().out
+    assert "less probable side by total log-prob 0/1" in out and "median true - contrary -4.0" in out
+
+
+def test_differing_sentences_are_the_first_edited_run():
+    true = "The bridge opened in 1932. It spans the bay. Its architect was Bradfield."
+    edited = "The bridge opened in 1932. It spans the river. Its architect was Bradfield."
+    assert crossval_verdicts.differing_sentences(true, edited) == ("It spans the bay.",
+                                                                   "It spans the river.")
+    assert crossval_verdicts.differing_sentences(true, true + " It is long.") is None
+    retouched = "The bridge opened in 1932.It spans the Bay! Its architect was Bradfield."
+    assert crossval_verdicts.differing_sentences(true, retouched) is None  # punctuation, case
+
+
+def test_truth_judges_each_sides_edited_statement_closed_book(capsys):
+    config = Config.load(None, {"llm.backend": "fake"})
+    llm = FakeLLM(choice_prior={"Yes": 0.0, "No": -1.0}.__getitem__)
+    record = crossval_verdicts.judge(build_crossval(llm, config, None), BRIDGE, ("truth",))
+    assert record["truth"]["statements"] == ["The bridge opened in 1932.",
+                                             "The bridge opened in 1990."]
+    statements = [c.messages[-1].content for c in llm.calls]
+    assert [c.purpose for c in llm.calls] == ["truth", "truth"]
+    assert "1932" in statements[0] and "1990" in statements[1]
+    assert not any("When was the bridge opened?" in s for s in statements)  # closed-book
+    crossval_verdicts.summarise([record])
+    assert "contrary statement scores lower 0/1" in capsys.readouterr().out  # a tie is no win
