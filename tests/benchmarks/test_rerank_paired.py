@@ -12,6 +12,17 @@ sys.modules[_spec.name] = rerank_paired  # its dataclass looks its module up
 _spec.loader.exec_module(rerank_paired)
 
 
+def write_set(root, dataset, ids):
+    """A ranking set under root/data: per query c (contrary), r (relevance 2), x (irrelevant)."""
+    folder = root / "data" / dataset
+    folder.mkdir(parents=True)
+    passages = [{"pid": "c", "text": "C.", "relevance": 0, "is_contrary": True},
+                {"pid": "r", "text": "R.", "relevance": 2, "is_contrary": False},
+                {"pid": "x", "text": "X.", "relevance": 0, "is_contrary": False}]
+    lines = [json.dumps({"id": qid, "query": "Q?", "passages": passages}) + "\n" for qid in ids]
+    (folder / "dev.jsonl").write_text("".join(lines))
+
+
 def write_run(path, dataset, rows):
     """rows: (id, ndcg@1, contrary@1, correct); ndcg None = undefined, "error" = failed item."""
     path.mkdir()
@@ -23,7 +34,7 @@ def write_run(path, dataset, rows):
             lines.append({"id": qid, "error": "RuntimeError: boom", "metrics": {},
                           "correct": None, "parse_status": "error"})
             continue
-        lines.append({"id": qid, "ranking": ["p"], "correct": correct, "parse_status": "ok",
+        lines.append({"id": qid, "ranking": ["r"], "correct": correct, "parse_status": "ok",
                       "metrics": {"ndcg@1": ndcg, "contrary@1": contrary}})
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     return str(path)
@@ -57,9 +68,11 @@ def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_p
 
 
 def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch):
+    write_set(tmp_path, "toy", ["q0"])
     reranker = write_run(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
     baseline = write_run(tmp_path / "none", "toy", [("q0", 0.5, 1.0, False)])
-    monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, baseline])
+    monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, baseline,
+                                     "--data-dir", str(tmp_path / "data")])
     rerank_paired.main()
     out = capsys.readouterr().out
     assert "| none | 1 | 1.000 | 0.500 | +0.500" in out
@@ -73,3 +86,20 @@ def test_runs_on_different_sets_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, other])
     with pytest.raises(SystemExit):
         rerank_paired.main()
+
+
+def test_a_gain_is_split_into_removals_and_ordering(tmp_path):
+    write_set(tmp_path, "toy", ["q0", "q1"])
+    items = {item.id: item for item in rerank_paired.load_dataset(
+        "toy", str(tmp_path / "data")).items}
+
+    def query(ranking, removed=()):
+        ndcg = 1.0 if ranking[0] == "r" else 0.0
+        return rerank_paired.Query(ndcg, ranking[0] == "c", None, ranking, list(removed))
+
+    baseline = {"q0": query(["c", "r", "x"]), "q1": query(["x", "r", "c"])}
+    # q0: removing c lifts r to the top; q1: nothing removed, but A ranks r first itself
+    reranker = {"q0": query(["r", "x"], ["c"]), "q1": query(["r", "x", "c"])}
+    split = rerank_paired.removal_split(reranker, baseline, items)
+    assert split == {"n": 2, "b": 0.0, "pruned": 0.5, "a": 1.0}
+    assert rerank_paired.removal_split(baseline, reranker, items) is None  # removed nothing
