@@ -309,6 +309,11 @@ def summarise_truth(records: list[dict]) -> None:
           f"({len(judged) - len(odds)} pairs without an edited sentence); median log-odds "
           f"true {statistics.median(o[0] for o in odds):+.2f}, contrary "
           f"{statistics.median(o[1] for o in odds):+.2f}")
+    for margin in (0.5, 1.0):
+        decided = [o for o in odds if abs(o[0] - o[1]) >= margin]
+        if decided:
+            print(f"  sides at least {margin} apart: the contrary one lower "
+                  f"{rate(sum(o[1] < o[0] for o in decided), len(decided))}")
 
 
 def summarise(records: list[dict]) -> None:

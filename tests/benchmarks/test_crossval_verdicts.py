@@ -182,4 +182,6 @@ def test_truth_judges_each_sides_edited_statement_closed_book(capsys):
     assert "1932" in statements[0] and "1990" in statements[1]
     assert not any("When was the bridge opened?" in s for s in statements)  # closed-book
     crossval_verdicts.summarise([record])
-    assert "contrary statement scores lower 0/1" in capsys.readouterr().out  # a tie is no win
+    out = capsys.readouterr().out
+    assert "contrary statement scores lower 0/1" in out  # a tie is no win
+    assert "apart" not in out  # no pair is decided by a margin
