@@ -62,7 +62,7 @@ def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_p
 
     _, _, s = rerank_paired.queries(strong)
     assert "answers" not in rerank_paired.compare(a, s)  # the baseline did not answer
-    g = rerank_paired.goals(a, {"none": b, "bi_encoder": s})
+    g = rerank_paired.goals(a, {"none": c, "bi_encoder": rerank_paired.compare(a, s)})
     assert g["best"] == "bi_encoder" and g["margin"] == 0.0  # 1.0 vs 1.0 on q0, q1
     assert g["contrary"] == pytest.approx(1 / 4) and g["contrary_n"] == 4
 
