@@ -1,0 +1,68 @@
+import importlib.util
+import json
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "crossval_removals",
+    Path(__file__).resolve().parents[2] / "benchmarks" / "crossval_removals.py")
+crossval_removals = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(crossval_removals)
+
+
+def passage(pid, role):
+    return {"pid": pid, "text": f"Passage {pid}.", "relevance": 2 if role == "correct" else 0,
+            "is_contrary": role == "misinfo", "role": role}
+
+
+def validate(a, b, status, false=None):
+    outputs = {"A": a, "B": b, "status": status}
+    if false:
+        outputs.update(false=false, kept=b if false == a else a)
+    return {"name": "crossval.validate", "decision": "", "outputs": outputs}
+
+
+def write(tmp_path):
+    """One item: c1, c2 (two valid readings), m (misinformation), n (noise); its run judged four
+    pairs, and a failed item whose steps must not count."""
+    items = [{"id": f"toy::{i}", "query": "Who?", "passages": [
+        passage("c1", "correct"), passage("c2", "correct"), passage("m", "misinfo"),
+        passage("n", "noise")]} for i in range(2)]
+    (tmp_path / "data/toyrank").mkdir(parents=True)
+    (tmp_path / "data/toyrank/dev.jsonl").write_text(
+        "".join(json.dumps(item) + "\n" for item in items))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"dataset": "toyrank", "kind": "rank",
+                                                   "method": "crossval", "model": "fake"}))
+    steps = [{"name": "crossval.detect", "decision": "", "outputs": {}},
+             validate("m", "c1", "ok", false="m"), validate("c1", "c2", "ok", false="c2"),
+             validate("c1", "n", "tied"), validate("c2", "n", "none")]
+    records = [{"id": "toy::0", "ranking": ["c1", "n"], "rerank_steps": steps},
+               {"id": "toy::1", "error": "RuntimeError: boom",
+                "rerank_steps": [validate("m", "c1", "ok", false="c1")]}]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run, tmp_path / "data"
+
+
+def test_each_judged_pair_is_classed_by_roles_and_outcome(tmp_path):
+    run, data = write(tmp_path)
+    rows = crossval_removals.judged_pairs(str(run), str(data))
+    assert [(row["roles"], row["outcome"]) for row in rows] == [
+        (("correct", "misinfo"), "removed the contrary side"),
+        (("correct", "correct"), "removed a non-contrary side"),
+        (("correct", "noise"), "tied"),
+        (("correct", "noise"), "no two answers")]
+    assert (rows[0]["removed"], rows[0]["kept"]) == ("misinfo", "correct")
+    assert (rows[1]["removed"], rows[1]["kept"]) == ("correct", "correct")
+    assert "removed" not in rows[2]
+
+
+def test_the_tables(tmp_path, capsys, monkeypatch):
+    run, data = write(tmp_path)
+    monkeypatch.setattr("sys.argv", ["crossval_removals.py", str(run), "--data-dir", str(data)])
+    crossval_removals.main()
+    out = capsys.readouterr().out
+    assert "4 pairs judged in 1 queries" in out
+    assert "| correct – noise | 2 | 1 | 1 | 0 | 0 |" in out
+    assert "| all | 4 | 1 | 1 | 1 | 1 |" in out
+    assert "| misinfo | correct | 1 |" in out
