@@ -8,18 +8,33 @@ answers are both gold answers, i.e. two valid readings of an ambiguous question:
 side is wrong. The second table crosses the removed passage's role with the kept one's. No model
 is loaded.
 
+With `--guard OUT` the same-subject check (`rerank.same_subject_check`, off by default) is
+replayed on every removed pair: the model's log-odds that the two passages speak of the same
+subject (crossval asks it after the two answers differ and before the support votes, so on a
+removed pair it decides alone whether the removal stands). One JSON line per pair in OUT,
+resumable; then, per kind of removal and threshold, how many the check would have left standing.
+Later detection rounds are not replayed: a pair left standing may change what they pick.
+
     python benchmarks/crossval_removals.py results/rerank200/ramdocs_rank-crossval-support
+    python benchmarks/crossval_removals.py results/rerank200/ramdocs_rank-crossval-support \
+      --guard results/crossval/verdicts/ramdocs_rank-guard-removals.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter
+from pathlib import Path
 
+from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
+from faithrag.eval.metrics import wilson_interval
 from faithrag.eval.report import load_run
+from faithrag.types import Question, Trace
 
 OUTCOMES = ("no two answers", "tied", "removed the contrary side", "removed a non-contrary side")
+GUARD_THRESHOLDS = (-1.0, -0.5, 0.0)
 
 
 def judged_pairs(run_dir: str, data_dir: str | None = None) -> list[dict]:
@@ -37,7 +52,8 @@ def judged_pairs(run_dir: str, data_dir: str | None = None) -> list[dict]:
                 continue
             out = step["outputs"]
             a, b = passages[out["A"]], passages[out["B"]]
-            row = {"id": record["id"], "roles": tuple(sorted((a.role, b.role)))}
+            row = {"id": record["id"], "pair": (a.pid, b.pid),
+                   "roles": tuple(sorted((a.role, b.role)))}
             if out.get("false"):
                 removed, kept = passages[out["false"]], passages[out["kept"]]
                 row.update(removed=removed.role, kept=kept.role,
@@ -48,10 +64,68 @@ def judged_pairs(run_dir: str, data_dir: str | None = None) -> list[dict]:
     return rows
 
 
+def removal_kind(row: dict) -> str:
+    if row["outcome"] == OUTCOMES[2]:
+        return "contrary removed"
+    if row["roles"] == ("correct", "correct"):
+        return "one of two valid readings removed"
+    return "other non-contrary removal"
+
+
+def replay_guard(run_dir: str, rows: list[dict], out: Path, config: Config,
+                 data_dir: str | None = None) -> list[dict]:
+    """The same-subject log-odds of every removed pair, read from OUT where already scored."""
+    from faithrag.llm import load_llm
+    from faithrag.methods.crossval import build_crossval
+
+    scored = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    done = {(r["id"], tuple(r["pair"])) for r in scored}
+    todo = [row for row in rows if "removed" in row and (row["id"], row["pair"]) not in done]
+    if not todo:
+        return scored
+    items = {item.id: item for item in load_dataset(load_run(run_dir).dataset, data_dir).items}
+    reranker = build_crossval(load_llm(config.llm), config, None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as sink:
+        for n, row in enumerate(todo, 1):
+            item = items[row["id"]]
+            passages = {p.id: p for p in item.as_passages()}
+            with Trace().step("rerank", "guard replay") as step:
+                odds = reranker.same_subject(Question(item.query, item.id),
+                                             *(passages[pid] for pid in row["pair"]), step)
+            record = {"id": row["id"], "pair": list(row["pair"]), "kind": removal_kind(row),
+                      "log_odds": round(odds, 4)}
+            scored.append(record)
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            print(f"{n}/{len(todo)} {row['id']} {record['kind']}: {odds:+.2f}", flush=True)
+    return scored
+
+
+def print_guard(scored: list[dict]) -> None:
+    kinds = sorted({r["kind"] for r in scored})
+    print("\n| same-subject threshold | "
+          + " | ".join(f"{kind}: left standing" for kind in kinds) + " |")
+    print("|---|" + "---|" * len(kinds))
+    for threshold in GUARD_THRESHOLDS:
+        cells = []
+        for kind in kinds:
+            odds = [r["log_odds"] for r in scored if r["kind"] == kind]
+            standing = sum(x < threshold for x in odds)
+            lo, hi = wilson_interval(standing, len(odds))
+            cells.append(f"{standing} / {len(odds)} ({100 * standing / len(odds):.0f} % "
+                         f"[{100 * lo:.0f}, {100 * hi:.0f}])")
+        print(f"| {threshold:+.1f} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="run directory of a crossval run")
     parser.add_argument("--data-dir")
+    parser.add_argument("--guard", type=Path, metavar="OUT",
+                        help="replay the same-subject check on the removed pairs (JSON lines)")
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     rows = judged_pairs(args.run, args.data_dir)
     queries = len({row["id"] for row in rows})
@@ -68,6 +142,9 @@ def main() -> None:
     print("| removed | kept | removals |\n|---|---|---:|")
     for (removed, kept), count in removals.most_common():
         print(f"| {removed} | {kept} | {count} |")
+    if args.guard:
+        config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads})
+        print_guard(replay_guard(args.run, rows, args.guard, config, args.data_dir))
 
 
 if __name__ == "__main__":

@@ -66,3 +66,23 @@ def test_the_tables(tmp_path, capsys, monkeypatch):
     assert "| correct – noise | 2 | 1 | 1 | 0 | 0 |" in out
     assert "| all | 4 | 1 | 1 | 1 | 1 |" in out
     assert "| misinfo | correct | 1 |" in out
+
+
+def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, capsys):
+    from faithrag.config import Config
+
+    run, data = write(tmp_path)
+    rows = crossval_removals.judged_pairs(str(run), str(data))
+    out = tmp_path / "guard.jsonl"
+    config = Config.load(None, {"llm.backend": "fake"})
+    scored = crossval_removals.replay_guard(str(run), rows, out, config, str(data))
+    assert [(r["pair"], r["kind"]) for r in scored] == [
+        (["m", "c1"], "contrary removed"), (["c1", "c2"], "one of two valid readings removed")]
+    assert len(out.read_text().splitlines()) == 2
+    out.write_text(out.read_text().replace('"log_odds": ' + str(scored[0]["log_odds"]),
+                                           '"log_odds": -0.7', 1))
+    again = crossval_removals.replay_guard(str(run), rows, out, config, str(data))
+    assert again[0]["log_odds"] == -0.7  # read back, not scored again
+    crossval_removals.print_guard(again)
+    table = capsys.readouterr().out
+    assert "| -0.5 | 1 / 1 (100 % " in table  # the contrary pair at -0.7 is left standing
