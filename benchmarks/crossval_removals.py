@@ -105,9 +105,12 @@ def replay_guard(run_dir: str, rows: list[dict], out: Path, config: Config,
 def print_guard(scored: list[dict]) -> None:
     kinds = sorted({r["kind"] for r in scored})
     print("\n| same-subject threshold | "
-          + " | ".join(f"{kind}: left standing" for kind in kinds) + " |")
-    print("|---|" + "---|" * len(kinds))
+          + " | ".join(f"{kind}: left standing" for kind in kinds)
+          + " | removals that stand | contrary among them |")
+    print("|---|" + "---|" * len(kinds) + "---:|---|")
     for threshold in GUARD_THRESHOLDS:
+        stand = [r for r in scored if r["log_odds"] >= threshold]
+        right = sum(r["kind"] == "contrary removed" for r in stand)
         cells = []
         for kind in kinds:
             odds = [r["log_odds"] for r in scored if r["kind"] == kind]
@@ -115,7 +118,8 @@ def print_guard(scored: list[dict]) -> None:
             lo, hi = wilson_interval(standing, len(odds))
             cells.append(f"{standing} / {len(odds)} ({100 * standing / len(odds):.0f} % "
                          f"[{100 * lo:.0f}, {100 * hi:.0f}])")
-        print(f"| {threshold:+.1f} | " + " | ".join(cells) + " |")
+        share = f"{right} ({100 * right / len(stand):.0f} %)" if stand else "0"
+        print(f"| {threshold:+.1f} | " + " | ".join(cells) + f" | {len(stand)} | {share} |")
 
 
 def main() -> None:

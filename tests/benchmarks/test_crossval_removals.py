@@ -86,3 +86,4 @@ def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, capsy
     crossval_removals.print_guard(again)
     table = capsys.readouterr().out
     assert "| -0.5 | 1 / 1 (100 % " in table  # the contrary pair at -0.7 is left standing
+    assert table.splitlines()[-2].endswith("| 1 | 0 (0 %) |")  # at -0.5 only the wrong one stands
