@@ -56,6 +56,7 @@ from faithrag.llm.base import ChoiceRequest, Message
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict
+from faithrag.retrieval.chunking import sentence_spans
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds
 from faithrag.types import Question, Trace
 
@@ -64,7 +65,6 @@ LIKELIHOOD_SYSTEM = "You write accurate, factual encyclopedia passages."
 LIKELIHOOD_REQUEST = "Write a passage with the facts needed to answer this question: {question}"
 TRUTH_SYSTEM = "You judge statements from your own knowledge."
 TRUTH_INSTRUCTION = "Is this statement true? Answer Yes or No."
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")
 
 
@@ -137,8 +137,8 @@ def differing_sentences(true_text: str, contrary_text: str) -> tuple[str, str] |
     """The first run of sentences the two passages state differently (the true passage's, the
     contrary one's), or None when they differ only by whole sentences added or dropped. Runs
     that differ only in punctuation, spacing or case (edits made on the way) are passed over."""
-    a = _SENTENCE_END.split(true_text.strip())
-    b = _SENTENCE_END.split(contrary_text.strip())
+    a = [true_text[i:j] for i, j in sentence_spans(true_text)]
+    b = [contrary_text[i:j] for i, j in sentence_spans(contrary_text)]
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         first, second = " ".join(a[i1:i2]), " ".join(b[j1:j2])
         if op == "replace" and _WORD.findall(first.lower()) != _WORD.findall(second.lower()):

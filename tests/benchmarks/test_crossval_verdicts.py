@@ -169,6 +169,10 @@ def test_differing_sentences_are_the_first_edited_run():
     assert crossval_verdicts.differing_sentences(true, true + " It is long.") is None
     retouched = "The bridge opened in 1932.It spans the Bay! Its architect was Bradfield."
     assert crossval_verdicts.differing_sentences(true, retouched) is None  # punctuation, case
+    # an initial does not end a sentence: the whole edited statement is judged
+    assert crossval_verdicts.differing_sentences(
+        "It was designed by J. Bradfield in 1924.", "It was designed by J. Bradfield in 1926."
+    ) == ("It was designed by J. Bradfield in 1924.", "It was designed by J. Bradfield in 1926.")
 
 
 def test_truth_judges_each_sides_edited_statement_closed_book(capsys):
