@@ -85,18 +85,25 @@ def compare(a: dict[str, Query], b: dict[str, Query]) -> dict:
 
 def removal_split(a: dict[str, Query], b: dict[str, Query], items: dict[str, RankItem]
                   ) -> dict | None:
-    """nDCG@1 of B, of B's order without the passages A removed, and of A, on the queries both
-    have (None when A removed nothing there)."""
+    """nDCG@1 of B, of B's order without the passages A removed (what A would give keeping B's
+    order, `rerank.final_order=first_stage` when B is A's first stage), and of A, on the queries
+    both have where it is defined (None when A removed nothing there); the same three for the
+    share of those queries with a contrary passage first."""
     ids = [i for i in a if i in b and a[i].ndcg1 is not None and b[i].ndcg1 is not None]
     if not any(a[i].removed for i in ids):
         return None
-    pruned = []
+    pruned, pruned_contrary = [], []
     for i in ids:
         removed = set(a[i].removed)
         kept = [pid for pid in b[i].ranking if pid not in removed]
-        pruned.append(ranking_metrics(items[i], kept, ks=(1,))["ndcg@1"])
+        metrics = ranking_metrics(items[i], kept, ks=(1,))
+        pruned.append(metrics["ndcg@1"])
+        pruned_contrary.append(bool(metrics["contrary@1"]))
     return {"n": len(ids), "b": statistics.mean(b[i].ndcg1 for i in ids),
-            "pruned": statistics.mean(pruned), "a": statistics.mean(a[i].ndcg1 for i in ids)}
+            "pruned": statistics.mean(pruned), "a": statistics.mean(a[i].ndcg1 for i in ids),
+            "b_contrary": statistics.mean(bool(b[i].contrary1) for i in ids),
+            "pruned_contrary": statistics.mean(pruned_contrary),
+            "a_contrary": statistics.mean(bool(a[i].contrary1) for i in ids)}
 
 
 def goals(a: dict[str, Query], comparisons: dict[str, dict]) -> dict:
@@ -165,7 +172,9 @@ def main() -> None:
             print(f"A's removals on {name}'s order (n {split['n']}): nDCG@1 {split['b']:.3f} "
                   f"-> {split['pruned']:.3f} without A's removed passages (removals "
                   f"{split['pruned'] - split['b']:+.3f}) -> {split['a']:.3f} as A ranks them "
-                  f"(ordering {split['a'] - split['pruned']:+.3f})")
+                  f"(ordering {split['a'] - split['pruned']:+.3f}); contrary@1 "
+                  f"{100 * split['b_contrary']:.1f} % -> {100 * split['pruned_contrary']:.1f} % "
+                  f"-> {100 * split['a_contrary']:.1f} %")
     g = goals(a, comparisons)
     if "contrary" in g:
         lo, hi = g["contrary_ci"]

@@ -101,5 +101,6 @@ def test_a_gain_is_split_into_removals_and_ordering(tmp_path):
     # q0: removing c lifts r to the top; q1: nothing removed, but A ranks r first itself
     reranker = {"q0": query(["r", "x"], ["c"]), "q1": query(["r", "x", "c"])}
     split = rerank_paired.removal_split(reranker, baseline, items)
-    assert split == {"n": 2, "b": 0.0, "pruned": 0.5, "a": 1.0}
+    assert split == {"n": 2, "b": 0.0, "pruned": 0.5, "a": 1.0,
+                     "b_contrary": 0.5, "pruned_contrary": 0.0, "a_contrary": 0.0}
     assert rerank_paired.removal_split(baseline, reranker, items) is None  # removed nothing
