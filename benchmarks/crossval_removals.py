@@ -2,8 +2,9 @@
 
 Every pair crossval judged (a `crossval.validate` step) is classed by the dataset's roles of its
 two passages (ramdocs_rank: `correct`, `misinfo` = the contrary passage, `noise`) and by the
-outcome: no two different answers (nothing removed), tied support (nothing removed), or a side
-removed, the contrary side or another. For `correct`–`correct` pairs the two documents'
+outcome: a side removed (the contrary side or another) or, where nothing was removed, the
+step's status: no two different answers ("none"), tied support, the two orders' verdicts
+disagreeing, the same-subject check, or an unreadable reply. For `correct`–`correct` pairs the two documents'
 answers are both gold answers, i.e. two valid readings of an ambiguous question: removing either
 side is wrong. The second table crosses the removed passage's role with the kept one's. No model
 is loaded.
@@ -33,7 +34,11 @@ from faithrag.eval.metrics import wilson_interval
 from faithrag.eval.report import load_run
 from faithrag.types import Question, Trace
 
-OUTCOMES = ("no two answers", "tied", "removed the contrary side", "removed a non-contrary side")
+REMOVED_CONTRARY, REMOVED_OTHER = "removed the contrary side", "removed a non-contrary side"
+# the validate step's status where nothing was removed
+KEPT_BOTH = {"none": "no two answers", "tied": "tied", "inconsistent": "orders disagree",
+             "ambiguous": "two subjects", "failed": "unreadable"}
+OUTCOMES = (*KEPT_BOTH.values(), REMOVED_CONTRARY, REMOVED_OTHER)
 GUARD_THRESHOLDS = (-1.0, -0.5, 0.0)
 
 
@@ -57,15 +62,15 @@ def judged_pairs(run_dir: str, data_dir: str | None = None) -> list[dict]:
             if out.get("false"):
                 removed, kept = passages[out["false"]], passages[out["kept"]]
                 row.update(removed=removed.role, kept=kept.role,
-                           outcome=OUTCOMES[2] if removed.is_contrary else OUTCOMES[3])
+                           outcome=REMOVED_CONTRARY if removed.is_contrary else REMOVED_OTHER)
             else:
-                row["outcome"] = OUTCOMES[0] if out.get("status") == "none" else OUTCOMES[1]
+                row["outcome"] = KEPT_BOTH[out["status"]]
             rows.append(row)
     return rows
 
 
 def removal_kind(row: dict) -> str:
-    if row["outcome"] == OUTCOMES[2]:
+    if row["outcome"] == REMOVED_CONTRARY:
         return "contrary removed"
     if row["roles"] == ("correct", "correct"):
         return "one of two valid readings removed"
@@ -135,13 +140,14 @@ def main() -> None:
     queries = len({row["id"] for row in rows})
     print(f"{args.run}: {len(rows)} pairs judged in {queries} queries\n")
     by_roles = Counter((row["roles"], row["outcome"]) for row in rows)
-    print("| pair (roles) | pairs | " + " | ".join(OUTCOMES) + " |")
-    print("|---|---:|" + "---:|" * len(OUTCOMES))
-    for roles in sorted({row["roles"] for row in rows}):
-        counts = [by_roles[(roles, outcome)] for outcome in OUTCOMES]
-        print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
     totals = Counter(row["outcome"] for row in rows)
-    print(f"| all | {len(rows)} | " + " | ".join(str(totals[o]) for o in OUTCOMES) + " |\n")
+    columns = [o for o in OUTCOMES if totals[o] or o in (REMOVED_CONTRARY, REMOVED_OTHER)]
+    print("| pair (roles) | pairs | " + " | ".join(columns) + " |")
+    print("|---|---:|" + "---:|" * len(columns))
+    for roles in sorted({row["roles"] for row in rows}):
+        counts = [by_roles[(roles, outcome)] for outcome in columns]
+        print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+    print(f"| all | {len(rows)} | " + " | ".join(str(totals[o]) for o in columns) + " |\n")
     removals = Counter((row["removed"], row["kept"]) for row in rows if "removed" in row)
     print("| removed | kept | removals |\n|---|---|---:|")
     for (removed, kept), count in removals.most_common():

@@ -36,7 +36,8 @@ def write(tmp_path):
                                                    "method": "crossval", "model": "fake"}))
     steps = [{"name": "crossval.detect", "decision": "", "outputs": {}},
              validate("m", "c1", "ok", false="m"), validate("c1", "c2", "ok", false="c2"),
-             validate("c1", "n", "tied"), validate("c2", "n", "none")]
+             validate("c1", "n", "tied"), validate("c2", "n", "none"),
+             validate("c2", "m", "ambiguous")]
     records = [{"id": "toy::0", "ranking": ["c1", "n"], "rerank_steps": steps},
                {"id": "toy::1", "error": "RuntimeError: boom",
                 "rerank_steps": [validate("m", "c1", "ok", false="c1")]}]
@@ -51,7 +52,8 @@ def test_each_judged_pair_is_classed_by_roles_and_outcome(tmp_path):
         (("correct", "misinfo"), "removed the contrary side"),
         (("correct", "correct"), "removed a non-contrary side"),
         (("correct", "noise"), "tied"),
-        (("correct", "noise"), "no two answers")]
+        (("correct", "noise"), "no two answers"),
+        (("correct", "misinfo"), "two subjects")]
     assert (rows[0]["removed"], rows[0]["kept"]) == ("misinfo", "correct")
     assert (rows[1]["removed"], rows[1]["kept"]) == ("correct", "correct")
     assert "removed" not in rows[2]
@@ -62,9 +64,11 @@ def test_the_tables(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["crossval_removals.py", str(run), "--data-dir", str(data)])
     crossval_removals.main()
     out = capsys.readouterr().out
-    assert "4 pairs judged in 1 queries" in out
-    assert "| correct – noise | 2 | 1 | 1 | 0 | 0 |" in out
-    assert "| all | 4 | 1 | 1 | 1 | 1 |" in out
+    assert "5 pairs judged in 1 queries" in out
+    # columns: the statuses that occur, then the two kinds of removal
+    assert "| pairs | no two answers | tied | two subjects | removed the contrary side |" in out
+    assert "| correct – noise | 2 | 1 | 1 | 0 | 0 | 0 |" in out
+    assert "| all | 5 | 1 | 1 | 1 | 1 | 1 |" in out
     assert "| misinfo | correct | 1 |" in out
 
 
