@@ -148,6 +148,10 @@ class RerankConfig(_Strict):
     # log-odds of "same", averaged over both orders, fall below the threshold is left standing
     same_subject_check: bool = False
     same_subject_threshold: float = -0.5  # measured on ramdocs_rank: BENCHMARKS.md
+    # crossval's last step: "listwise" (the paper: the model orders what is left by relevance)
+    # or "first_stage" (what is left keeps its incoming order; no ranking call), for models
+    # whose listwise ranking is worse than the retriever's (BENCHMARKS.md, ramdocs_rank)
+    final_order: Literal["listwise", "first_stage"] = "listwise"
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:

@@ -35,7 +35,10 @@ at least one other passage to cross-validate against (the method trusts the majo
 dissenter; with two passages left there is no majority). An unreadable detection or verdict
 removes nothing and ends the rounds (counted in the trace).
 3. Re-rank (listwise): the passages left are ordered by relevance with the listwise step of
-`faithrag.methods.listwise` (same prompt and sliding window as the `listwise` baseline).
+`faithrag.methods.listwise` (same prompt and sliding window as the `listwise` baseline). With
+`final_order="first_stage"` (ours) they keep their incoming order instead and no ranking call
+is made: on ramdocs_rank the 1.5B model's listwise order cost crossval 0.07 nDCG@1 against
+BM25's, more than its removals gained.
 
 Detection and cross-validation see the first `window` passages in the incoming order (the
 retriever's best); passages beyond that are re-ranked but never removed.
@@ -150,11 +153,14 @@ class CrossValidatedReranker:
                  passage_tokens: int = 400, reason_tokens: int = 160, both_orders: bool = True,
                  verdict: str = "pairwise", answer_tokens: int = 24,
                  support_margin: float = 1.0, same_subject_check: bool = False,
-                 same_subject_threshold: float = -0.5):
+                 same_subject_threshold: float = -0.5, final_order: str = "listwise"):
         if max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         if verdict not in ("pairwise", "support"):
             raise ValueError(f"verdict must be 'pairwise' or 'support', got {verdict!r}")
+        if final_order not in ("listwise", "first_stage"):
+            raise ValueError(f"final_order must be 'listwise' or 'first_stage', got {final_order!r}")
+        self.final_order = final_order
         self.verdict = verdict
         self.answer_tokens = answer_tokens
         self.support_margin = support_margin
@@ -194,8 +200,8 @@ class CrossValidatedReranker:
             visible = remaining[: self.ranker.window]
             if len(visible) < MIN_PASSAGES_PER_ROUND:
                 break
-            pair, ready = self._detect(question, visible, len(remaining) <= self.ranker.window,
-                                       cleared, round_number, trace)
+            rank_too = self.final_order == "listwise" and len(remaining) <= self.ranker.window
+            pair, ready = self._detect(question, visible, rank_too, cleared, round_number, trace)
             if pair is None:
                 break
             status, verdict = self._cross_validate(question, visible, pair, round_number, trace)
@@ -213,13 +219,18 @@ class CrossValidatedReranker:
                 a is b for a, b in zip(ready[0], remaining)):
             reply = ready[1]  # nothing was removed since: the ranking is already made
         with trace.step("rerank", "crossval.rank", question=question.text,
-                        passages=[p.id for p in remaining]) as step:
-            ranked = self.ranker.rank(question, remaining, step, reply=reply)
+                        passages=[p.id for p in remaining], order=self.final_order) as step:
+            if self.final_order == "first_stage":
+                ranked = list(remaining)
+            else:
+                ranked = self.ranker.rank(question, remaining, step, reply=reply)
             step.outputs["removed"] = [[r.passage.id, r.reason] for r in removed]
             if reply is not None:
                 step.outputs["reply"] = "generated with the last detection (same passages)"
-            step.decision = (f"removed {len(removed)}, ranked {len(ranked)}" if removed
-                             else f"no passage removed, ranked {len(ranked)}")
+            kept = ("kept in the first-stage order" if self.final_order == "first_stage"
+                    else "ranked")
+            step.decision = (f"removed {len(removed)}, {kept} {len(ranked)}" if removed
+                             else f"no passage removed, {kept} {len(ranked)}")
         return RerankResult(ranked, removed)
 
     def _detect(self, question: Question, visible: list[Passage], rank_too: bool,
@@ -437,4 +448,5 @@ def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                                   answer_tokens=r.answer_tokens,
                                   support_margin=r.support_margin,
                                   same_subject_check=r.same_subject_check,
-                                  same_subject_threshold=r.same_subject_threshold)
+                                  same_subject_threshold=r.same_subject_threshold,
+                                  final_order=r.final_order)

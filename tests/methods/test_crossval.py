@@ -508,3 +508,27 @@ def test_a_no_conflict_reply_with_ids_removes_nothing():
     passages = [Passage("a", "The bridge opened in 1887."), Passage("b", "Opened 1887."),
                 Passage("c", "The bridge, opened 1887, crosses the river.")]
     assert reranker.rerank(Question("When did the bridge open?"), passages, Trace()).removed == []
+
+
+def test_first_stage_order_keeps_the_incoming_order_and_makes_no_ranking_call():
+    # the ranking reply would reverse the passages; with first_stage it is never asked for
+    script = Script(rank="[3] > [2] > [1]")
+    reranker, llm = crossval(script, final_order="first_stage")
+    trace = Trace()
+    result = reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [r.passage.id for r in result.removed] == ["blog"]
+    assert [p.id for p in result.passages] == ["history", "survey", "walk"]
+    assert script.seen["rank"] == []
+    assert all(r.purpose != "rank" for r in llm.calls)
+    assert trace.steps[-1].decision == "removed 1, kept in the first-stage order 3"
+
+
+def test_the_listwise_final_order_is_the_default_and_others_are_refused():
+    script = Script(rank="[3] > [2] > [1]")
+    reranker, _ = crossval(script)
+    assert [p.id for p in reranker.rerank(QUESTION, bridge_passages(), Trace()).passages] == [
+        "walk", "survey", "history"]
+    with pytest.raises(ValueError, match="final_order"):
+        crossval(script, final_order="bm25")
+    config = Config.load(None, {"llm.backend": "fake", "rerank.final_order": "first_stage"})
+    assert build_reranker("crossval", FakeLLM(script), config).final_order == "first_stage"
