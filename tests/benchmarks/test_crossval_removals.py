@@ -22,8 +22,8 @@ def validate(a, b, status, false=None):
 
 
 def write(tmp_path):
-    """One item: c1, c2 (two valid readings), m (misinformation), n (noise); its run judged four
-    pairs, and a failed item whose steps must not count."""
+    """Two items, each: c1, c2 (two valid readings), m (misinformation), n (noise). The run
+    judged five pairs of the first; the second failed, and its steps must not count."""
     items = [{"id": f"toy::{i}", "query": "Who?", "passages": [
         passage("c1", "correct"), passage("c2", "correct"), passage("m", "misinfo"),
         passage("n", "noise")]} for i in range(2)]
