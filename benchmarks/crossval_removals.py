@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from faithrag.config import Config
-from faithrag.eval.datasets import load_dataset
+from faithrag.eval.datasets import RankItem, load_dataset
 from faithrag.eval.metrics import wilson_interval
 from faithrag.eval.report import load_run
 from faithrag.types import Question, Trace
@@ -42,13 +42,17 @@ OUTCOMES = (*KEPT_BOTH.values(), REMOVED_CONTRARY, REMOVED_OTHER)
 GUARD_THRESHOLDS = (-1.0, -0.5, 0.0)
 
 
-def judged_pairs(run_dir: str, data_dir: str | None = None) -> list[dict]:
+def run_items(run_dir: str, data_dir: str | None = None) -> tuple[list[dict], dict[str, RankItem]]:
+    """The run's records and its dataset's items by id."""
+    run = load_run(run_dir)
+    return run.records, {item.id: item for item in load_dataset(run.dataset, data_dir).items}
+
+
+def judged_pairs(records: list[dict], items: dict[str, RankItem]) -> list[dict]:
     """One row per judged pair: its two roles (sorted), the outcome, and for a removal the
     removed and the kept passage's roles."""
-    run = load_run(run_dir)
-    items = {item.id: item for item in load_dataset(run.dataset, data_dir).items}
     rows = []
-    for record in run.records:
+    for record in records:
         if record.get("error"):
             continue
         passages = {p.pid: p for p in items[record["id"]].passages}
@@ -77,8 +81,8 @@ def removal_kind(row: dict) -> str:
     return "other non-contrary removal"
 
 
-def replay_guard(run_dir: str, rows: list[dict], out: Path, config: Config,
-                 data_dir: str | None = None) -> list[dict]:
+def replay_guard(rows: list[dict], items: dict[str, RankItem], out: Path, config: Config
+                 ) -> list[dict]:
     """The same-subject log-odds of every removed pair, read from OUT where already scored."""
     from faithrag.llm import load_llm
     from faithrag.methods.crossval import build_crossval
@@ -88,7 +92,6 @@ def replay_guard(run_dir: str, rows: list[dict], out: Path, config: Config,
     todo = [row for row in rows if "removed" in row and (row["id"], row["pair"]) not in done]
     if not todo:
         return scored
-    items = {item.id: item for item in load_dataset(load_run(run_dir).dataset, data_dir).items}
     reranker = build_crossval(load_llm(config.llm), config, None)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as sink:
@@ -136,7 +139,8 @@ def main() -> None:
     parser.add_argument("--model", default="default")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    rows = judged_pairs(args.run, args.data_dir)
+    records, items = run_items(args.run, args.data_dir)
+    rows = judged_pairs(records, items)
     queries = len({row["id"] for row in rows})
     print(f"{args.run}: {len(rows)} pairs judged in {queries} queries\n")
     by_roles = Counter((row["roles"], row["outcome"]) for row in rows)
@@ -154,7 +158,7 @@ def main() -> None:
         print(f"| {removed} | {kept} | {count} |")
     if args.guard:
         config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads})
-        print_guard(replay_guard(args.run, rows, args.guard, config, args.data_dir))
+        print_guard(replay_guard(rows, items, args.guard, config))
 
 
 if __name__ == "__main__":

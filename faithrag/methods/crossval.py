@@ -227,10 +227,10 @@ class CrossValidatedReranker:
             step.outputs["removed"] = [[r.passage.id, r.reason] for r in removed]
             if reply is not None:
                 step.outputs["reply"] = "generated with the last detection (same passages)"
-            kept = ("kept in the first-stage order" if self.final_order == "first_stage"
-                    else "ranked")
-            step.decision = (f"removed {len(removed)}, {kept} {len(ranked)}" if removed
-                             else f"no passage removed, {kept} {len(ranked)}")
+            ordered = ("kept in the first-stage order" if self.final_order == "first_stage"
+                       else "ranked")
+            step.decision = (f"removed {len(removed)}, {ordered} {len(ranked)}" if removed
+                             else f"no passage removed, {ordered} {len(ranked)}")
         return RerankResult(ranked, removed)
 
     def _detect(self, question: Question, visible: list[Passage], rank_too: bool,

@@ -47,7 +47,7 @@ def write(tmp_path):
 
 def test_each_judged_pair_is_classed_by_roles_and_outcome(tmp_path):
     run, data = write(tmp_path)
-    rows = crossval_removals.judged_pairs(str(run), str(data))
+    rows = crossval_removals.judged_pairs(*crossval_removals.run_items(str(run), str(data)))
     assert [(row["roles"], row["outcome"]) for row in rows] == [
         (("correct", "misinfo"), "removed the contrary side"),
         (("correct", "correct"), "removed a non-contrary side"),
@@ -76,16 +76,17 @@ def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, capsy
     from faithrag.config import Config
 
     run, data = write(tmp_path)
-    rows = crossval_removals.judged_pairs(str(run), str(data))
+    records, items = crossval_removals.run_items(str(run), str(data))
+    rows = crossval_removals.judged_pairs(records, items)
     out = tmp_path / "guard.jsonl"
     config = Config.load(None, {"llm.backend": "fake"})
-    scored = crossval_removals.replay_guard(str(run), rows, out, config, str(data))
+    scored = crossval_removals.replay_guard(rows, items, out, config)
     assert [(r["pair"], r["kind"]) for r in scored] == [
         (["m", "c1"], "contrary removed"), (["c1", "c2"], "one of two valid readings removed")]
     assert len(out.read_text().splitlines()) == 2
     out.write_text(out.read_text().replace('"log_odds": ' + str(scored[0]["log_odds"]),
                                            '"log_odds": -0.7', 1))
-    again = crossval_removals.replay_guard(str(run), rows, out, config, str(data))
+    again = crossval_removals.replay_guard(rows, items, out, config)
     assert again[0]["log_odds"] == -0.7  # read back, not scored again
     crossval_removals.print_guard(again)
     table = capsys.readouterr().out
