@@ -1,6 +1,6 @@
-import importlib.util
 import json
-from pathlib import Path
+
+import bank_runs
 
 from faithrag.config import Config
 from faithrag.eval.report import load_run
@@ -8,11 +8,6 @@ from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
-
-_spec = importlib.util.spec_from_file_location(
-    "bank_runs", Path(__file__).resolve().parents[2] / "benchmarks" / "bank_runs.py")
-bank_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bank_runs)
 
 
 def build(config, llm, retriever):

@@ -1,11 +1,4 @@
-import importlib.util
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location(
-    "cfrag_pool_growth",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "cfrag_pool_growth.py")
-cfrag_pool_growth = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cfrag_pool_growth)
+import cfrag_pool_growth
 
 
 def record(pool: list[str], decision: str | None = None) -> dict:

@@ -1,13 +1,4 @@
-import importlib.util
-import sys
-from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.append(str(BENCHMARKS))  # the script imports its sibling paired_slices
-_spec = importlib.util.spec_from_file_location(
-    "cfrag_stage_agreement", BENCHMARKS / "cfrag_stage_agreement.py")
-stage_agreement = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(stage_agreement)
+import cfrag_stage_agreement as stage_agreement
 
 
 def record(correct, answers, counterfactuals=("q'",), prediction=None, pool=("p1", "p2")):

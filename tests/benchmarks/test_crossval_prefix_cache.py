@@ -1,11 +1,4 @@
-import importlib.util
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location(
-    "crossval_prefix_cache",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "crossval_prefix_cache.py")
-crossval_prefix_cache = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(crossval_prefix_cache)
+import crossval_prefix_cache
 
 
 def run(seconds, rounds, detect, ranking=("a", "b"), removed=()):

@@ -1,12 +1,5 @@
-import importlib.util
-import json
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location(
-    "crossval_removals",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "crossval_removals.py")
-crossval_removals = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(crossval_removals)
+import crossval_removals
+import pytest
 
 
 def passage(pid, role):
@@ -21,19 +14,14 @@ def validate(a, b, status, false=None):
     return {"name": "crossval.validate", "decision": "", "outputs": outputs}
 
 
-def write(tmp_path):
+@pytest.fixture
+def toy(tmp_path, write_run, write_data_dir):
     """Two items, each: c1, c2 (two valid readings), m (misinformation), n (noise). The run
-    judged five pairs of the first; the second failed, and its steps must not count."""
+    judged five pairs of the first; the second failed, and its steps must not count.
+    Returns the run folder and the data folder."""
     items = [{"id": f"toy::{i}", "query": "Who?", "passages": [
         passage("c1", "correct"), passage("c2", "correct"), passage("m", "misinfo"),
         passage("n", "noise")]} for i in range(2)]
-    (tmp_path / "data/toyrank").mkdir(parents=True)
-    (tmp_path / "data/toyrank/dev.jsonl").write_text(
-        "".join(json.dumps(item) + "\n" for item in items))
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"dataset": "toyrank", "kind": "rank",
-                                                   "method": "crossval", "model": "fake"}))
     steps = [{"name": "crossval.detect", "decision": "", "outputs": {}},
              validate("m", "c1", "ok", false="m"), validate("c1", "c2", "ok", false="c2"),
              validate("c1", "n", "tied"), validate("c2", "n", "none"),
@@ -41,12 +29,13 @@ def write(tmp_path):
     records = [{"id": "toy::0", "ranking": ["c1", "n"], "rerank_steps": steps},
                {"id": "toy::1", "error": "RuntimeError: boom",
                 "rerank_steps": [validate("m", "c1", "ok", false="c1")]}]
-    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return run, tmp_path / "data"
+    run = write_run(tmp_path / "run", {"dataset": "toyrank", "kind": "rank",
+                                       "method": "crossval", "model": "fake"}, records)
+    return run, write_data_dir(tmp_path / "data", "toyrank", items)
 
 
-def test_each_judged_pair_is_classed_by_roles_and_outcome(tmp_path):
-    run, data = write(tmp_path)
+def test_each_judged_pair_is_classed_by_roles_and_outcome(toy):
+    run, data = toy
     rows = crossval_removals.judged_pairs(*crossval_removals.run_items(str(run), str(data)))
     assert [(row["roles"], row["outcome"]) for row in rows] == [
         (("correct", "misinfo"), "removed the contrary side"),
@@ -59,8 +48,8 @@ def test_each_judged_pair_is_classed_by_roles_and_outcome(tmp_path):
     assert "removed" not in rows[2]
 
 
-def test_the_tables(tmp_path, capsys, monkeypatch):
-    run, data = write(tmp_path)
+def test_the_tables(toy, capsys, monkeypatch):
+    run, data = toy
     monkeypatch.setattr("sys.argv", ["crossval_removals.py", str(run), "--data-dir", str(data)])
     crossval_removals.main()
     out = capsys.readouterr().out
@@ -72,10 +61,10 @@ def test_the_tables(tmp_path, capsys, monkeypatch):
     assert "| misinfo | correct | 1 |" in out
 
 
-def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, capsys):
+def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, toy, capsys):
     from faithrag.config import Config
 
-    run, data = write(tmp_path)
+    run, data = toy
     records, items = crossval_removals.run_items(str(run), str(data))
     rows = crossval_removals.judged_pairs(records, items)
     out = tmp_path / "guard.jsonl"

@@ -1,6 +1,4 @@
-import importlib.util
-from pathlib import Path
-
+import crossval_verdicts
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -8,12 +6,6 @@ from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, RankPassage
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.crossval import build_crossval
-
-_spec = importlib.util.spec_from_file_location(
-    "crossval_verdicts",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "crossval_verdicts.py")
-crossval_verdicts = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(crossval_verdicts)
 
 
 def item(*passages):

@@ -1,23 +1,11 @@
-import importlib.util
-import json
-from pathlib import Path
-
+import csrag_case_effect
 import pytest
-
-_spec = importlib.util.spec_from_file_location(
-    "csrag_case_effect",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "csrag_case_effect.py")
-csrag_case_effect = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(csrag_case_effect)
 
 ANSWERS = {"t::0": "January 2012", "t::1": "1996", "t::2": "Sydney", "t::3": "sonar"}
 
 
-def write_data(root: Path) -> None:
-    (root / "tiny").mkdir(parents=True)
-    (root / "tiny" / "dev.jsonl").write_text("".join(json.dumps({
-        "id": item_id, "question": "When?", "context": f"It was {answer}.",
-        "answer": answer, "answers": [answer]}) + "\n" for item_id, answer in ANSWERS.items()))
+ITEMS = [{"id": item_id, "question": "When?", "context": f"It was {answer}.",
+          "answer": answer, "answers": [answer]} for item_id, answer in ANSWERS.items()]
 
 
 def record(item_id: str, gold: dict[str, float], with_case: bool = True) -> dict:
@@ -27,16 +15,13 @@ def record(item_id: str, gold: dict[str, float], with_case: bool = True) -> dict
     return {"id": item_id, "dataset": "tiny", "gold_index": 0, "extra": {"variants": variants}}
 
 
-def write_run(path: Path, records: list[dict]) -> Path:
-    path.mkdir(parents=True)
-    (path / "manifest.json").write_text(json.dumps({"dataset": "tiny", "method": "csrag_json_scored"}))
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+MANIFEST = {"dataset": "tiny", "method": "csrag_json_scored"}
 
 
-def test_counts_items_whose_gold_probability_falls_under_each_cell_split_by_capitals(tmp_path):
-    write_data(tmp_path / "data")
-    run = write_run(tmp_path / "run", [
+def test_counts_items_whose_gold_probability_falls_under_each_cell_split_by_capitals(
+        tmp_path, write_run, write_data_dir):
+    write_data_dir(tmp_path / "data", "tiny", ITEMS)
+    run = write_run(tmp_path / "run", MANIFEST, [
         record("t::0", {"a=0 b=0": 0.6, "a=-1 b=3": 0.4, "a=-1 b=3 +case": 0.9}),
         record("t::1", {"a=0 b=0": 0.6, "a=-1 b=3": 0.8, "a=-1 b=3 +case": 0.5}),
         record("t::2", {"a=0 b=0": 0.6, "a=-1 b=3": 0.6, "a=-1 b=3 +case": 0.7}),  # unchanged: not lowered
@@ -47,9 +32,9 @@ def test_counts_items_whose_gold_probability_falls_under_each_cell_split_by_capi
     assert table[3] == "| run | a=-1 b=3 +case | 0 / 2 (0 %) | 1 / 1 (100 %) |"
 
 
-def test_a_run_without_the_case_cell_shows_a_dash(tmp_path):
-    write_data(tmp_path / "data")
-    run = write_run(tmp_path / "old", [
+def test_a_run_without_the_case_cell_shows_a_dash(tmp_path, write_run, write_data_dir):
+    write_data_dir(tmp_path / "data", "tiny", ITEMS)
+    run = write_run(tmp_path / "old", MANIFEST, [
         record("t::0", {"a=0 b=0": 0.6, "a=-1 b=3": 0.4, "a=-1 b=3 +case": 0.9}, with_case=False)])
     table = csrag_case_effect.report([run], str(tmp_path / "data")).splitlines()
     assert table[2] == "| old | a=-1 b=3 | 1 / 1 (100 %) | – |"

@@ -1,6 +1,6 @@
-import importlib.util
 import json
-from pathlib import Path
+
+import csrag_grid
 
 from faithrag.config import Config
 from faithrag.eval.runner import EvalSpec, run_eval
@@ -8,11 +8,6 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.methods.csrag import ABLATION_GRID
 from faithrag.pipeline import Pipeline
-
-_spec = importlib.util.spec_from_file_location(
-    "csrag_grid", Path(__file__).resolve().parents[2] / "benchmarks" / "csrag_grid.py")
-csrag_grid = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(csrag_grid)
 
 
 def write_set(path):

@@ -1,49 +1,42 @@
-import importlib.util
-import json
-import sys
 from pathlib import Path
 
+import csrag_main_table as main_table
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "csrag_main_table", Path(__file__).resolve().parents[2] / "benchmarks" / "csrag_main_table.py")
-main_table = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = main_table  # its dataclass looks its module up
-_spec.loader.exec_module(main_table)
 
-
-def write_run(folder: Path, name: str, method: str, right: list[bool], *, context="given",
+@pytest.fixture
+def write_grid_run(write_run):
+    def write(folder: Path, name: str, method: str, right: list[bool], *, context="given",
               enhance=True, unbiased: list[bool] | None = None, dataset="set",
               free_form=False, case: list[bool] | None = None, lookup=0) -> None:
-    """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells, and
-    `case` the case-variant cell."""
-    run = folder / name
-    run.mkdir(parents=True)
-    (run / "manifest.json").write_text(json.dumps({
-        "dataset": dataset, "method": method, "context_mode": context,
-        "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None},
-                   "llm": {"lookup_tokens": lookup}}}))
-    records = []
-    for i, ok in enumerate(right):
-        record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok",
-                  "choice_index": None if free_form else int(not ok)}
-        if unbiased is not None:
-            record["extra"] = {"variants": {
-                "a=-1 b=3": {"choice_index": 0 if ok else 1},
-                "a=0 b=0": {"choice_index": 0 if unbiased[i] else 1}}}
-            if case is not None:
-                record["extra"]["variants"]["a=-1 b=3 +case"] = {"choice_index": 0 if case[i] else 1}
-        records.append(json.dumps(record))
-    (run / "results.jsonl").write_text("\n".join(records) + "\n")
+        """A run directory whose items t::0.. are right as given; `unbiased` adds grid cells,
+        and `case` the case-variant cell."""
+        records = []
+        for i, ok in enumerate(right):
+            record = {"id": f"t::{i}", "correct": ok, "gold_index": 0, "parse_status": "ok",
+                      "choice_index": None if free_form else int(not ok)}
+            if unbiased is not None:
+                record["extra"] = {"variants": {
+                    "a=-1 b=3": {"choice_index": 0 if ok else 1},
+                    "a=0 b=0": {"choice_index": 0 if unbiased[i] else 1}}}
+                if case is not None:
+                    record["extra"]["variants"]["a=-1 b=3 +case"] = {
+                        "choice_index": 0 if case[i] else 1}
+            records.append(record)
+        write_run(folder / name, {
+            "dataset": dataset, "method": method, "context_mode": context,
+            "config": {"csrag": {"enhance_context": enhance, "ablation_grid": unbiased is not None},
+                       "llm": {"lookup_tokens": lookup}}}, records)
+    return write
 
 
-def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_path):
-    write_run(tmp_path, "b", "vanilla", [True] * 8 + [False] * 2)
-    write_run(tmp_path, "c", "csrag_json_scored", [True] * 9 + [False], enhance=False,
+def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "b", "vanilla", [True] * 8 + [False] * 2)
+    write_grid_run(tmp_path, "c", "csrag_json_scored", [True] * 9 + [False], enhance=False,
               unbiased=[True] * 6 + [False] * 4)
-    write_run(tmp_path, "d", "csrag_json_scored", [True] * 7 + [False] * 3,
+    write_grid_run(tmp_path, "d", "csrag_json_scored", [True] * 7 + [False] * 3,
               unbiased=[True] * 7 + [False] * 3)
-    write_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
+    write_grid_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
 
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["original"][0] == row.baselines["full"][0] == "c@a=0 b=0"
@@ -55,7 +48,7 @@ def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_pat
     assert lines[2].startswith("| set | – | 80.0 [49, 94] (n 10) | 60.0")
 
 
-def test_errors_removed_is_net_of_items_newly_lost(tmp_path):
+def test_errors_removed_is_net_of_items_newly_lost(tmp_path, write_grid_run):
     result = main_table.paired({"a": True, "b": False, "c": False, "d": True},
                                {"a": False, "b": False, "c": True, "d": True})
     # baseline wrong on a, b; CSRAG turns a right and c wrong: 2 errors -> 2 errors
@@ -63,23 +56,23 @@ def test_errors_removed_is_net_of_items_newly_lost(tmp_path):
     assert main_table.paired({"a": True}, {"a": True})["errors_removed"] is None
 
 
-def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path):
-    write_run(tmp_path, "small", "cot_json_scored", [False] * 3)
-    write_run(tmp_path, "large", "cot_json_scored", [True] * 5)
-    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
+def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "small", "cot_json_scored", [False] * 3)
+    write_grid_run(tmp_path, "large", "cot_json_scored", [True] * 5)
+    write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "large"
     assert main_table.baseline_sources(row) == "set: large"
-    write_run(tmp_path / "alone", "cot", "cot_json_scored", [True])  # no CSRAG run beside it
+    write_grid_run(tmp_path / "alone", "cot", "cot_json_scored", [True])  # no CSRAG run beside it
     [alone] = main_table.collect([str(tmp_path / "alone")])
     assert main_table.baseline_sources(alone) == "set: cot"
 
 
-def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path):
-    write_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
-    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 4, enhance=False,
+def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
+    write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 4, enhance=False,
               unbiased=[True] * 3 + [False], lookup=10)
-    write_run(tmp_path, "full", "csrag_json_scored", [True] * 3 + [False])
+    write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 3 + [False])
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "orig@a=0 b=0"
     assert row.baselines["full"][0] == "cot"
@@ -90,19 +83,19 @@ def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path):
     assert main_table.baseline_sources(row) == "set: orig@a=0 b=0 (original), cot (full)"
 
 
-def test_a_baseline_decoded_otherwise_is_used_and_flagged(tmp_path):
-    write_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
-    write_run(tmp_path, "full", "csrag_json_scored", [True] * 4, lookup=10)
+def test_a_baseline_decoded_otherwise_is_used_and_flagged(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
+    write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 4, lookup=10)
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["full"][0] == "cot" and row.undecoded_alike == {"full"}
     assert "set: no baseline decoded like the full run; compared with cot." in \
         main_table.main_table([row])
 
 
-def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path):
-    write_run(tmp_path, "a", "vanilla", [True], dataset="cofaithfulqa_nq", free_form=True)
-    write_run(tmp_path, "b", "vanilla", [True], dataset="kre_squad")
-    write_run(tmp_path, "c", "vanilla", [True], dataset="another")
+def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "a", "vanilla", [True], dataset="cofaithfulqa_nq", free_form=True)
+    write_grid_run(tmp_path, "b", "vanilla", [True], dataset="kre_squad")
+    write_grid_run(tmp_path, "c", "vanilla", [True], dataset="another")
     rows = main_table.collect([str(tmp_path)])
     assert [r.dataset for r in rows] == ["kre_squad", "cofaithfulqa_nq", "another"]
     notes = [line for line in main_table.main_table(rows) if "free-form" in line]
@@ -110,25 +103,26 @@ def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path):
                       "the other runs chose among the options.")]
 
 
-def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path):
-    write_run(tmp_path, "g", "csrag_json_scored", [True] * 4, context="golden", enhance=False,
+def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "g", "csrag_json_scored", [True] * 4, context="golden", enhance=False,
               unbiased=[True] * 4)
-    write_run(tmp_path, "v", "vanilla", [True] * 4)
+    write_grid_run(tmp_path, "v", "vanilla", [True] * 4)
     rows = main_table.collect([str(tmp_path)])
     assert [(r.context, sorted(r.outcomes)) for r in rows] == [
         ("given", ["vanilla"]), ("golden", ["baseline", "original"])]
     assert "+0.0" in main_table.golden_table([rows[1]])[2]
 
-    write_run(tmp_path, "v2", "vanilla", [False] * 4)
+    write_grid_run(tmp_path, "v2", "vanilla", [False] * 4)
     with pytest.raises(SystemExit, match="two vanilla runs for set"):
         main_table.collect([str(tmp_path)])
 
 
-def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(tmp_path):
-    write_run(tmp_path / "one", "orig", "csrag_json_scored", [True] * 6 + [False] * 4,
+def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
+        tmp_path, write_grid_run):
+    write_grid_run(tmp_path / "one", "orig", "csrag_json_scored", [True] * 6 + [False] * 4,
               enhance=False, unbiased=[True] * 5 + [False] * 5, case=[True] * 8 + [False] * 2,
               dataset="cofaithfulqa_nq")
-    write_run(tmp_path / "two", "orig", "csrag_json_scored", [True] * 4, enhance=False,
+    write_grid_run(tmp_path / "two", "orig", "csrag_json_scored", [True] * 4, enhance=False,
               unbiased=[True] * 4, dataset="kre_squad")  # made before the cell existed
     rows = main_table.collect([str(tmp_path / "one"), str(tmp_path / "two")])
     assert [sorted(r.outcomes) for r in rows] == [["baseline", "original"],
@@ -144,10 +138,11 @@ def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
     assert len(lines) == start + 3
 
 
-def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(tmp_path):
-    write_run(tmp_path, "orig", "csrag_json_scored", [True] * 6 + [False] * 4, enhance=False,
+def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(
+        tmp_path, write_grid_run):
+    write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 6 + [False] * 4, enhance=False,
               unbiased=[True] * 5 + [False] * 5, dataset="cofaithfulqa_nq")
-    write_run(tmp_path, "full", "csrag_json_scored", [True] * 7 + [False] * 3,
+    write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 7 + [False] * 3,
               unbiased=[True] * 7 + [False] * 3, case=[True] * 9 + [False], dataset="cofaithfulqa_nq")
     [row] = main_table.collect([str(tmp_path)])
     assert "full_case" in row.outcomes and "original_case" not in row.outcomes

@@ -1,7 +1,6 @@
-import importlib.util
 import json
-from pathlib import Path
 
+import paired_slices
 import pytest
 
 from faithrag.config import Config
@@ -9,11 +8,6 @@ from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
-
-_spec = importlib.util.spec_from_file_location(
-    "paired_slices", Path(__file__).resolve().parents[2] / "benchmarks" / "paired_slices.py")
-paired_slices = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paired_slices)
 
 
 def respond(request):

@@ -1,8 +1,6 @@
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
+import paraphrase_fidelity
 import pytest
 
 from faithrag.config import Config
@@ -12,13 +10,6 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods import build_generator
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.pipeline import Pipeline
-
-_spec = importlib.util.spec_from_file_location(
-    "paraphrase_fidelity",
-    Path(__file__).resolve().parents[2] / "benchmarks" / "paraphrase_fidelity.py")
-paraphrase_fidelity = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = paraphrase_fidelity  # its dataclass looks its module up
-_spec.loader.exec_module(paraphrase_fidelity)
 
 PASSAGE = "In 2031 the Australian parliament moved the capital to Sydney, a city of 5.3 million."
 
@@ -39,7 +30,7 @@ def test_each_check_flags_its_own_kind_of_unfaithful_rewrite():
 
 
 def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_cell(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, write_run):
     monkeypatch.setenv("FAITHRAG_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "set.jsonl"
     data.write_text("".join(json.dumps({
@@ -68,12 +59,8 @@ def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_
     assert paraphrase_fidelity.item_fidelity(items[0], cache, "LlamaCppLLM:default", 1024) is None
 
     # the original-context run: right on t::0, wrong on t::1; the unbiased cell picks Canberra
-    original = tmp_path / "original"
-    original.mkdir()
-    (original / "manifest.json").write_text(json.dumps({"dataset": "set", "method": "vanilla"}))
-    (original / "results.jsonl").write_text(
-        json.dumps({"id": "t::0", "correct": True}) + "\n" +
-        json.dumps({"id": "t::1", "correct": False}) + "\n")
+    original = write_run(tmp_path / "original", {"dataset": "set", "method": "vanilla"},
+                         [{"id": "t::0", "correct": True}, {"id": "t::1", "correct": False}])
     group_of = paraphrase_fidelity.groups(str(tmp_path / "run"), str(original))
     assert group_of == {"t::0": "lost", "t::1": "unchanged"}
     # a cell on the original side: this biased cell picks Sydney, so both items count as lost

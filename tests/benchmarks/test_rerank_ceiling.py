@@ -1,40 +1,29 @@
-import importlib.util
-import json
-from pathlib import Path
-
 import pytest
-
-_spec = importlib.util.spec_from_file_location(
-    "rerank_ceiling", Path(__file__).resolve().parents[2] / "benchmarks" / "rerank_ceiling.py")
-rerank_ceiling = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rerank_ceiling)
+import rerank_ceiling
 
 
 def passage(pid, relevance, contrary=False):
     return {"pid": pid, "text": f"Passage {pid}.", "relevance": relevance, "is_contrary": contrary}
 
 
-def write(tmp_path, rankings):
-    """Three items, each: c (contrary), r (relevance 2), s (relevance 1), x (irrelevant)."""
-    items = [{"id": f"toy::{i}", "query": f"Question {i}?",
-              "passages": [passage("c", 0, True), passage("r", 2), passage("s", 1),
-                           passage("x", 0)]} for i in range(len(rankings))]
-    (tmp_path / "data/toyrank").mkdir(parents=True)
-    (tmp_path / "data/toyrank/dev.jsonl").write_text(
-        "".join(json.dumps(item) + "\n" for item in items))
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"dataset": "toyrank", "kind": "rank",
-                                                   "method": "none", "model": "fake"}))
-    (run / "results.jsonl").write_text("".join(
-        json.dumps({"id": f"toy::{i}", "ranking": ranking, "correct": None}) + "\n"
-        for i, ranking in enumerate(rankings)))
-    return run, tmp_path / "data"
+@pytest.fixture
+def write_toy(tmp_path, write_run, write_data_dir):
+    def write(rankings):
+        """Three items, each: c (contrary), r (relevance 2), s (relevance 1), x (irrelevant)."""
+        items = [{"id": f"toy::{i}", "query": f"Question {i}?",
+                  "passages": [passage("c", 0, True), passage("r", 2), passage("s", 1),
+                               passage("x", 0)]} for i in range(len(rankings))]
+        run = write_run(tmp_path / "run", {"dataset": "toyrank", "kind": "rank",
+                                           "method": "none", "model": "fake"},
+                        [{"id": f"toy::{i}", "ranking": ranking, "correct": None}
+                         for i, ranking in enumerate(rankings)])
+        return run, write_data_dir(tmp_path / "data", "toyrank", items)
+    return write
 
 
-def test_removing_the_contrary_passage_lifts_only_the_items_it_led(tmp_path):
+def test_removing_the_contrary_passage_lifts_only_the_items_it_led(tmp_path, write_toy):
     # contrary first then the best; contrary first then the second best; already the best first
-    run, data = write(tmp_path, [["c", "r", "s", "x"], ["c", "s", "r", "x"], ["r", "c", "s", "x"]])
+    run, data = write_toy([["c", "r", "s", "x"], ["c", "s", "r", "x"], ["r", "c", "s", "x"]])
     c = rerank_ceiling.ceiling(str(run), str(data))
     assert c["n"] == 3 and c["contrary@1"] == pytest.approx(2 / 3)
     assert c["ndcg@1"] == pytest.approx(1 / 3)  # 0, 0, 1
@@ -43,8 +32,8 @@ def test_removing_the_contrary_passage_lifts_only_the_items_it_led(tmp_path):
     assert c["gain"] == pytest.approx((1 + second) / 3)
 
 
-def test_the_table_has_a_row_per_run(tmp_path, capsys, monkeypatch):
-    run, data = write(tmp_path, [["r", "c", "s", "x"]])
+def test_the_table_has_a_row_per_run(tmp_path, capsys, monkeypatch, write_toy):
+    run, data = write_toy([["r", "c", "s", "x"]])
     monkeypatch.setattr("sys.argv", ["rerank_ceiling.py", str(run), "--data-dir", str(data)])
     rerank_ceiling.main()
     out = capsys.readouterr().out.splitlines()

@@ -1,53 +1,42 @@
-import importlib.util
-import json
-import sys
-from pathlib import Path
-
 import pytest
+import rerank_paired
 
-_spec = importlib.util.spec_from_file_location(
-    "rerank_paired", Path(__file__).resolve().parents[2] / "benchmarks" / "rerank_paired.py")
-rerank_paired = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = rerank_paired  # its dataclass looks its module up
-_spec.loader.exec_module(rerank_paired)
-
-
-def write_set(root, dataset, ids):
-    """A ranking set under root/data: per query c (contrary), r (relevance 2), x (irrelevant)."""
-    folder = root / "data" / dataset
-    folder.mkdir(parents=True)
-    passages = [{"pid": "c", "text": "C.", "relevance": 0, "is_contrary": True},
-                {"pid": "r", "text": "R.", "relevance": 2, "is_contrary": False},
-                {"pid": "x", "text": "X.", "relevance": 0, "is_contrary": False}]
-    lines = [json.dumps({"id": qid, "query": "Q?", "passages": passages}) + "\n" for qid in ids]
-    (folder / "dev.jsonl").write_text("".join(lines))
+PASSAGES = [{"pid": "c", "text": "C.", "relevance": 0, "is_contrary": True},
+            {"pid": "r", "text": "R.", "relevance": 2, "is_contrary": False},
+            {"pid": "x", "text": "X.", "relevance": 0, "is_contrary": False}]
 
 
-def write_run(path, dataset, rows):
-    """rows: (id, ndcg@1, contrary@1, correct); ndcg None = undefined, "error" = failed item."""
-    path.mkdir()
-    (path / "manifest.json").write_text(json.dumps({"dataset": dataset, "kind": "rank",
-                                                    "method": path.name, "model": "fake"}))
-    lines = []
-    for qid, ndcg, contrary, correct in rows:
-        if ndcg == "error":
-            lines.append({"id": qid, "error": "RuntimeError: boom", "metrics": {},
-                          "correct": None, "parse_status": "error"})
-            continue
-        lines.append({"id": qid, "ranking": ["r"], "correct": correct, "parse_status": "ok",
-                      "metrics": {"ndcg@1": ndcg, "contrary@1": contrary}})
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    return str(path)
+def queries(ids):
+    """Ranking items: per query c (contrary), r (relevance 2), x (irrelevant)."""
+    return [{"id": qid, "query": "Q?", "passages": PASSAGES} for qid in ids]
 
 
-def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_path):
-    reranker = write_run(tmp_path / "crossval", "toy", [
+@pytest.fixture
+def write_ranked(write_run):
+    def write(path, dataset, rows):
+        """rows: (id, ndcg@1, contrary@1, correct); ndcg None = undefined, "error" = failed."""
+        records = []
+        for qid, ndcg, contrary, correct in rows:
+            if ndcg == "error":
+                records.append({"id": qid, "error": "RuntimeError: boom", "metrics": {},
+                                "correct": None, "parse_status": "error"})
+                continue
+            records.append({"id": qid, "ranking": ["r"], "correct": correct, "parse_status": "ok",
+                            "metrics": {"ndcg@1": ndcg, "contrary@1": contrary}})
+        return str(write_run(path, {"dataset": dataset, "kind": "rank", "method": path.name,
+                                    "model": "fake"}, records))
+    return write
+
+
+def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_path,
+                                                                          write_ranked):
+    reranker = write_ranked(tmp_path / "crossval", "toy", [
         ("q0", 1.0, 0.0, True), ("q1", 1.0, 0.0, True), ("q2", 0.0, 1.0, False),
         ("q3", None, 0.0, True), ("q4", "error", None, None)])
-    weak = write_run(tmp_path / "none", "toy", [
+    weak = write_ranked(tmp_path / "none", "toy", [
         ("q0", 0.0, 1.0, False), ("q1", 0.0, 1.0, True), ("q2", 0.0, 1.0, False),
         ("q3", None, 1.0, False), ("q4", 1.0, 0.0, True), ("q5", 1.0, 0.0, True)])
-    strong = write_run(tmp_path / "bi_encoder", "toy", [
+    strong = write_ranked(tmp_path / "bi_encoder", "toy", [
         ("q0", 1.0, 0.0, None), ("q1", 1.0, 0.0, None)])
     _, _, a = rerank_paired.queries(reranker)
     _, _, b = rerank_paired.queries(weak)
@@ -67,10 +56,11 @@ def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_p
     assert g["contrary"] == pytest.approx(1 / 4) and g["contrary_n"] == 4
 
 
-def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch):
-    write_set(tmp_path, "toy", ["q0"])
-    reranker = write_run(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
-    baseline = write_run(tmp_path / "none", "toy", [("q0", 0.5, 1.0, False)])
+def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch, write_data_dir,
+                                     write_ranked):
+    write_data_dir(tmp_path / "data", "toy", queries(["q0"]))
+    reranker = write_ranked(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
+    baseline = write_ranked(tmp_path / "none", "toy", [("q0", 0.5, 1.0, False)])
     monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, baseline,
                                      "--data-dir", str(tmp_path / "data")])
     rerank_paired.main()
@@ -80,16 +70,16 @@ def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch):
     assert "nDCG@1 >= best baseline + 0.10: +0.500 [+0.500, +0.500] over none" in out
 
 
-def test_runs_on_different_sets_are_refused(tmp_path, monkeypatch):
-    reranker = write_run(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
-    other = write_run(tmp_path / "none", "other", [("q0", 1.0, 0.0, True)])
+def test_runs_on_different_sets_are_refused(tmp_path, monkeypatch, write_ranked):
+    reranker = write_ranked(tmp_path / "crossval", "toy", [("q0", 1.0, 0.0, True)])
+    other = write_ranked(tmp_path / "none", "other", [("q0", 1.0, 0.0, True)])
     monkeypatch.setattr("sys.argv", ["rerank_paired.py", reranker, other])
     with pytest.raises(SystemExit):
         rerank_paired.main()
 
 
-def test_a_gain_is_split_into_removals_and_ordering(tmp_path):
-    write_set(tmp_path, "toy", ["q0", "q1"])
+def test_a_gain_is_split_into_removals_and_ordering(tmp_path, write_data_dir):
+    write_data_dir(tmp_path / "data", "toy", queries(["q0", "q1"]))
     items = {item.id: item for item in rerank_paired.load_dataset(
         "toy", str(tmp_path / "data")).items}
 

@@ -1,29 +1,19 @@
-import importlib.util
-import json
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location(
-    "shared_answers", Path(__file__).resolve().parents[2] / "benchmarks" / "shared_answers.py")
-shared_answers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(shared_answers)
+import shared_answers
 
 
-def write_run(root, name, rankings, cached=()):
-    run = root / name
-    run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"dataset": "toyrank"}))
-    (run / "results.jsonl").write_text("".join(
-        json.dumps({"id": item, "ranking": ranking, "error": None,
-                    "extra": {"answer_cached": item in cached}}) + "\n"
-        for item, ranking in rankings.items()))
-    return run
+def ranked(rankings, cached=()):
+    return [{"id": item, "ranking": ranking, "error": None,
+             "extra": {"answer_cached": item in cached}} for item, ranking in rankings.items()]
 
 
-def test_distinct_top_lists_over_the_items_every_run_has(tmp_path):
-    runs = [write_run(tmp_path, "none", {"1": ["a", "b", "c"], "2": ["x", "y"], "3": ["q"]}),
-            write_run(tmp_path, "listwise", {"1": ["a", "c", "b"], "2": ["x", "y", "z"]},
-                      cached={"2"}),
-            write_run(tmp_path, "crossval", {"1": ["a", "b", "d"], "2": ["y", "x"]})]
+def test_distinct_top_lists_over_the_items_every_run_has(tmp_path, write_run):
+    manifest = {"dataset": "toyrank"}
+    runs = [write_run(tmp_path / "none", manifest,
+                      ranked({"1": ["a", "b", "c"], "2": ["x", "y"], "3": ["q"]})),
+            write_run(tmp_path / "listwise", manifest,
+                      ranked({"1": ["a", "c", "b"], "2": ["x", "y", "z"]}, cached={"2"})),
+            write_run(tmp_path / "crossval", manifest,
+                      ranked({"1": ["a", "b", "d"], "2": ["y", "x"]}))]
     by_name = {path.name: shared_answers.load_run(path)[1] for path in runs}
     top2 = shared_answers.sharing(by_name, top=2)
     assert (top2["items"], top2["answers"], top2["distinct"]) == (2, 6, 4)  # item 3: one run

@@ -1,0 +1,32 @@
+"""Shared by the tests of the scripts under benchmarks/.
+
+Those scripts are plain files, not a package, and import their siblings by name (running a
+script puts its folder on sys.path); the tests import them the same way."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+
+@pytest.fixture
+def write_run():
+    """Writes a toy run folder as `faithrag eval` leaves it: manifest.json and results.jsonl."""
+    def write(folder: Path, manifest: dict, records: list[dict]) -> Path:
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return folder
+    return write
+
+
+@pytest.fixture
+def write_data_dir():
+    """Writes a toy dataset's dev split, root/<dataset>/dev.jsonl, as the data folder holds it."""
+    def write(root: Path, dataset: str, items: list[dict]) -> Path:
+        (root / dataset).mkdir(parents=True)
+        (root / dataset / "dev.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+        return root
+    return write
