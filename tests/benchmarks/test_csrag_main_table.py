@@ -48,7 +48,7 @@ def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_pat
     assert lines[2].startswith("| set | – | 80.0 [49, 94] (n 10) | 60.0")
 
 
-def test_errors_removed_is_net_of_items_newly_lost(tmp_path, write_grid_run):
+def test_errors_removed_is_net_of_items_newly_lost():
     result = main_table.paired({"a": True, "b": False, "c": False, "d": True},
                                {"a": False, "b": False, "c": True, "d": True})
     # baseline wrong on a, b; CSRAG turns a right and c wrong: 2 errors -> 2 errors

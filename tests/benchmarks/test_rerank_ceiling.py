@@ -21,7 +21,7 @@ def write_toy(tmp_path, write_run, write_data_dir):
     return write
 
 
-def test_removing_the_contrary_passage_lifts_only_the_items_it_led(tmp_path, write_toy):
+def test_removing_the_contrary_passage_lifts_only_the_items_it_led(write_toy):
     # contrary first then the best; contrary first then the second best; already the best first
     run, data = write_toy([["c", "r", "s", "x"], ["c", "s", "r", "x"], ["r", "c", "s", "x"]])
     c = rerank_ceiling.ceiling(str(run), str(data))
@@ -32,7 +32,7 @@ def test_removing_the_contrary_passage_lifts_only_the_items_it_led(tmp_path, wri
     assert c["gain"] == pytest.approx((1 + second) / 3)
 
 
-def test_the_table_has_a_row_per_run(tmp_path, capsys, monkeypatch, write_toy):
+def test_the_table_has_a_row_per_run(capsys, monkeypatch, write_toy):
     run, data = write_toy([["r", "c", "s", "x"]])
     monkeypatch.setattr("sys.argv", ["rerank_ceiling.py", str(run), "--data-dir", str(data)])
     rerank_ceiling.main()
