@@ -33,9 +33,9 @@ def write_grid_run(write_run):
 def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "b", "vanilla", [True] * 8 + [False] * 2)
     write_grid_run(tmp_path, "c", "csrag_json_scored", [True] * 9 + [False], enhance=False,
-              unbiased=[True] * 6 + [False] * 4)
+                   unbiased=[True] * 6 + [False] * 4)
     write_grid_run(tmp_path, "d", "csrag_json_scored", [True] * 7 + [False] * 3,
-              unbiased=[True] * 7 + [False] * 3)
+                   unbiased=[True] * 7 + [False] * 3)
     write_grid_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
 
     [row] = main_table.collect([str(tmp_path)])
@@ -71,7 +71,7 @@ def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path
 def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
     write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 4, enhance=False,
-              unbiased=[True] * 3 + [False], lookup=10)
+                   unbiased=[True] * 3 + [False], lookup=10)
     write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 3 + [False])
     [row] = main_table.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "orig@a=0 b=0"
@@ -105,7 +105,7 @@ def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path, 
 
 def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "g", "csrag_json_scored", [True] * 4, context="golden", enhance=False,
-              unbiased=[True] * 4)
+                   unbiased=[True] * 4)
     write_grid_run(tmp_path, "v", "vanilla", [True] * 4)
     rows = main_table.collect([str(tmp_path)])
     assert [(r.context, sorted(r.outcomes)) for r in rows] == [
@@ -120,10 +120,10 @@ def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path, writ
 def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
         tmp_path, write_grid_run):
     write_grid_run(tmp_path / "one", "orig", "csrag_json_scored", [True] * 6 + [False] * 4,
-              enhance=False, unbiased=[True] * 5 + [False] * 5, case=[True] * 8 + [False] * 2,
-              dataset="cofaithfulqa_nq")
+                   enhance=False, unbiased=[True] * 5 + [False] * 5, case=[True] * 8 + [False] * 2,
+                   dataset="cofaithfulqa_nq")
     write_grid_run(tmp_path / "two", "orig", "csrag_json_scored", [True] * 4, enhance=False,
-              unbiased=[True] * 4, dataset="kre_squad")  # made before the cell existed
+                   unbiased=[True] * 4, dataset="kre_squad")  # made before the cell existed
     rows = main_table.collect([str(tmp_path / "one"), str(tmp_path / "two")])
     assert [sorted(r.outcomes) for r in rows] == [["baseline", "original"],
                                                   ["baseline", "original", "original_case"]]
@@ -141,9 +141,10 @@ def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
 def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(
         tmp_path, write_grid_run):
     write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 6 + [False] * 4, enhance=False,
-              unbiased=[True] * 5 + [False] * 5, dataset="cofaithfulqa_nq")
+                   unbiased=[True] * 5 + [False] * 5, dataset="cofaithfulqa_nq")
     write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 7 + [False] * 3,
-              unbiased=[True] * 7 + [False] * 3, case=[True] * 9 + [False], dataset="cofaithfulqa_nq")
+                   unbiased=[True] * 7 + [False] * 3, case=[True] * 9 + [False],
+                   dataset="cofaithfulqa_nq")
     [row] = main_table.collect([str(tmp_path)])
     assert "full_case" in row.outcomes and "original_case" not in row.outcomes
     lines = main_table.main_table([row])
