@@ -39,8 +39,9 @@ def split(run_dir: str, data_dir: str | None = None) -> tuple[int, dict[str, dic
         if record.get("error") or correct is None or record.get("ranking") is None:
             continue
         contrary = items[record["id"]].contrary_pids()
-        ranks = [rank for rank, pid in enumerate(record["ranking"][:top]) if pid in contrary]
-        group = groups[GROUPS[0] if ranks[:1] == [0] else GROUPS[1] if ranks else GROUPS[2]]
+        first = next((rank for rank, pid in enumerate(record["ranking"][:top])
+                      if pid in contrary), None)
+        group = groups[GROUPS[2] if first is None else GROUPS[0] if first == 0 else GROUPS[1]]
         metrics = record.get("metrics") or {}
         group["n"] += 1
         group["right"] += correct
