@@ -3,12 +3,14 @@
 For each baseline run, over the queries both runs have (errored ones left out): nDCG@1 of both
 and the difference with a paired bootstrap interval; contrary@1 of both (queries with a contrary
 passage first), the queries only one of them puts one first and McNemar's exact p; the answer
-accuracy from the top k where both runs answered. Then the goals as the issue states them:
-contrary@1 <= 5 % (Wilson interval) and nDCG@1 >= the best baseline + 0.10, the best baseline
-being the one with the highest nDCG@1 on the shared queries. Where A removes passages, its
-difference from each baseline is split in two: B's order with A's removed passages taken out
-(what the removals alone do) and the rest (A's own ordering). Partial runs compare on the queries
-they share, so a running re-ranker can be read before it ends (say so when quoting it).
+accuracy from the top k where both runs answered; the queries where A's ranking is B's, whole
+and in first place (a listwise re-ranker that echoes its input order shows here). Then the goals
+as the issue states them: contrary@1 <= 5 % (Wilson interval) and nDCG@1 >= the best baseline
++ 0.10, the best baseline being the one with the highest nDCG@1 on the shared queries. Where A
+removes passages, its difference from each baseline is split in two: B's order with A's removed
+passages taken out (what the removals alone do) and the rest (A's own ordering). Partial runs
+compare on the queries they share, so a running re-ranker can be read before it ends (say so
+when quoting it).
 
     python benchmarks/rerank_paired.py results/rerank200/ramdocs_rank-crossval-support \
       results/rerank200/ramdocs_rank-none results/rerank200/ramdocs_rank-bi_encoder
@@ -62,12 +64,15 @@ def queries(run_dir: str) -> tuple[str, str, dict[str, Query]]:
 
 
 def compare(a: dict[str, Query], b: dict[str, Query]) -> dict:
-    """A against B on the queries both have: nDCG@1, contrary@1 and answers, paired."""
+    """A against B on the queries both have: nDCG@1, contrary@1 and answers, paired; the
+    queries where A's ranking is B's, and where its first passage is B's."""
     shared = [i for i in a if i in b]
     ndcg = [i for i in shared if a[i].ndcg1 is not None and b[i].ndcg1 is not None]
     contrary = [i for i in shared if a[i].contrary1 is not None and b[i].contrary1 is not None]
     answered = [i for i in shared if a[i].correct is not None and b[i].correct is not None]
-    result: dict = {"shared": len(shared), "ndcg_n": len(ndcg)}
+    result: dict = {"shared": len(shared), "ndcg_n": len(ndcg),
+                    "same_order": sum(a[i].ranking == b[i].ranking for i in shared),
+                    "same_first": sum(a[i].ranking[:1] == b[i].ranking[:1] for i in shared)}
     if ndcg:
         diffs = [a[i].ndcg1 - b[i].ndcg1 for i in ndcg]
         result.update(ndcg_a=statistics.mean(a[i].ndcg1 for i in ndcg),
@@ -148,8 +153,9 @@ def main() -> None:
         baselines[other_label] = b
     print(f"A = {label} ({dataset}, {len(a)} queries)\n")
     print("| baseline B | shared | nDCG@1 A | nDCG@1 B | A − B [95% CI] | contrary@1 A | "
-          "contrary@1 B | A − B (A only / B only, p) | answers A | answers B | A − B |")
-    print("|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|")
+          "contrary@1 B | A − B (A only / B only, p) | answers A | answers B | A − B | "
+          "same order / same first |")
+    print("|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|")
     comparisons = {name: compare(a, b) for name, b in baselines.items()}
     for name, c in comparisons.items():
         cells = [name, str(c["shared"])]
@@ -163,6 +169,7 @@ def main() -> None:
             d = c.get(key)
             cells += ([_rate(d, "a"), _rate(d, "b"), f"{_difference(d)} (n {d['n']})"] if d
                       else ["–"] * 3)
+        cells.append(f"{c['same_order']} / {c['same_first']}")
         print("| " + " | ".join(cells) + " |")
     items = {item.id: item for item in load_dataset(dataset, args.data_dir).items}
     print()

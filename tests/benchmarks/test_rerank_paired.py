@@ -48,6 +48,7 @@ def test_pairs_only_the_queries_both_runs_have_and_picks_the_best_baseline(tmp_p
     assert c["ndcg_difference"] == pytest.approx(2 / 3)
     assert (c["contrary"]["only_a"], c["contrary"]["only_b"], c["contrary"]["n"]) == (0, 3, 4)
     assert (c["answers"]["only_a"], c["answers"]["only_b"]) == (2, 0)
+    assert (c["same_order"], c["same_first"]) == (4, 4)  # every toy ranking is ["r"]
 
     _, _, s = rerank_paired.queries(strong)
     assert "answers" not in rerank_paired.compare(a, s)  # the baseline did not answer
@@ -66,6 +67,7 @@ def test_the_table_and_the_goal_lines(tmp_path, capsys, monkeypatch, write_data_
     rerank_paired.main()
     out = capsys.readouterr().out
     assert "| none | 1 | 1.000 | 0.500 | +0.500" in out
+    assert out.split("\n")[4].endswith("| 1 / 1 |")  # same order / same first
     assert "contrary@1 <= 5%: 0.0 %" in out and "met by the point estimate" in out
     assert "nDCG@1 >= best baseline + 0.10: +0.500 [+0.500, +0.500] over none" in out
 
@@ -90,6 +92,11 @@ def test_a_gain_is_split_into_removals_and_ordering(tmp_path, write_data_dir):
     baseline = {"q0": query(["c", "r", "x"]), "q1": query(["x", "r", "c"])}
     # q0: removing c lifts r to the top; q1: nothing removed, but A ranks r first itself
     reranker = {"q0": query(["r", "x"], ["c"]), "q1": query(["r", "x", "c"])}
+    c = rerank_paired.compare(reranker, baseline)
+    assert (c["same_order"], c["same_first"]) == (0, 0)
+    echo = rerank_paired.compare({"q0": query(["c", "x", "r"]), "q1": query(["x", "r", "c"])},
+                                 baseline)
+    assert (echo["same_order"], echo["same_first"]) == (1, 2)
     split = rerank_paired.removal_split(reranker, baseline, items)
     assert split == {"n": 2, "b": 0.0, "pruned": 0.5, "a": 1.0,
                      "b_contrary": 0.5, "pruned_contrary": 0.0, "a_contrary": 0.0}
