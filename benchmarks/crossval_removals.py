@@ -4,7 +4,9 @@ Every pair crossval judged (a `crossval.validate` step) is classed by the datase
 two passages (ramdocs_rank: `correct`, `misinfo` = the contrary passage, `noise`) and by the
 outcome: a side removed (the contrary side or another) or, where nothing was removed, the
 step's status: no two different answers ("none"), tied support, the two orders' verdicts
-disagreeing, the same-subject check, or an unreadable reply. For `correct`–`correct` pairs the two documents'
+disagreeing, the same-subject check, or an unreadable reply. Under the "support" verdict a pair
+with no two answers is also split by why: neither side's passage gave an answer ("NOT STATED"),
+one side's did not, or both gave the same answer. For `correct`–`correct` pairs the two documents'
 answers are both gold answers, i.e. two valid readings of an ambiguous question: removing either
 side is wrong. The second table crosses the removed passage's role with the kept one's. No model
 is loaded.
@@ -40,6 +42,7 @@ KEPT_BOTH = {"none": "no two answers", "tied": "tied", "inconsistent": "orders d
              "ambiguous": "two subjects", "failed": "unreadable"}
 OUTCOMES = (*KEPT_BOTH.values(), REMOVED_CONTRARY, REMOVED_OTHER)
 GUARD_THRESHOLDS = (-1.0, -0.5, 0.0)
+NO_ANSWER_REASONS = ("neither side answers", "one side answers", "same answer")
 
 
 def run_items(run_dir: str, data_dir: str | None = None) -> tuple[list[dict], dict[str, RankItem]]:
@@ -69,8 +72,17 @@ def judged_pairs(records: list[dict], items: dict[str, RankItem]) -> list[dict]:
                            outcome=REMOVED_CONTRARY if removed.is_contrary else REMOVED_OTHER)
             else:
                 row["outcome"] = KEPT_BOTH[out["status"]]
+                if out["status"] == "none" and "answers" in out:
+                    row["no_answer_reason"] = no_answer_reason(out["answers"])
             rows.append(row)
     return rows
+
+
+def no_answer_reason(answers: list[str | None]) -> str:
+    """Why a "support" verdict found no two answers; None is a side whose passage did not give
+    one (a "NOT STATED" reply: an unreadable one ends the step with status "failed")."""
+    unstated = sum(answer is None for answer in answers)
+    return NO_ANSWER_REASONS[0] if unstated == 2 else NO_ANSWER_REASONS[1 if unstated else 2]
 
 
 def removal_kind(row: dict) -> str:
@@ -152,6 +164,15 @@ def main() -> None:
         counts = [by_roles[(roles, outcome)] for outcome in columns]
         print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
     print(f"| all | {len(rows)} | " + " | ".join(str(totals[o]) for o in columns) + " |\n")
+    reasons = Counter((row["roles"], row["no_answer_reason"]) for row in rows
+                      if "no_answer_reason" in row)
+    if reasons:
+        print("| pair (roles) | no two answers | " + " | ".join(NO_ANSWER_REASONS) + " |")
+        print("|---|---:|" + "---:|" * len(NO_ANSWER_REASONS))
+        for roles in sorted({roles for roles, _ in reasons}):
+            counts = [reasons[(roles, reason)] for reason in NO_ANSWER_REASONS]
+            print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+        print()
     removals = Counter((row["removed"], row["kept"]) for row in rows if "removed" in row)
     print("| removed | kept | removals |\n|---|---|---:|")
     for (removed, kept), count in removals.most_common():

@@ -7,8 +7,10 @@ def passage(pid, role):
             "is_contrary": role == "misinfo", "role": role}
 
 
-def validate(a, b, status, false=None):
+def validate(a, b, status, false=None, answers=None):
     outputs = {"A": a, "B": b, "status": status}
+    if answers:
+        outputs["answers"] = answers
     if false:
         outputs.update(false=false, kept=b if false == a else a)
     return {"name": "crossval.validate", "decision": "", "outputs": outputs}
@@ -24,7 +26,7 @@ def toy(tmp_path, write_run, write_data_dir):
         passage("n", "noise")]} for i in range(2)]
     steps = [{"name": "crossval.detect", "decision": "", "outputs": {}},
              validate("m", "c1", "ok", false="m"), validate("c1", "c2", "ok", false="c2"),
-             validate("c1", "n", "tied"), validate("c2", "n", "none"),
+             validate("c1", "n", "tied"), validate("c2", "n", "none", answers=[None, None]),
              validate("c2", "m", "ambiguous")]
     records = [{"id": "toy::0", "ranking": ["c1", "n"], "rerank_steps": steps},
                {"id": "toy::1", "error": "RuntimeError: boom",
@@ -46,6 +48,15 @@ def test_each_judged_pair_is_classed_by_roles_and_outcome(toy):
     assert (rows[0]["removed"], rows[0]["kept"]) == ("misinfo", "correct")
     assert (rows[1]["removed"], rows[1]["kept"]) == ("correct", "correct")
     assert "removed" not in rows[2]
+    assert rows[3]["no_answer_reason"] == "neither side answers"
+    assert all("no_answer_reason" not in row for row in rows[:3] + rows[4:])
+
+
+@pytest.mark.parametrize("answers, reason", [
+    ([None, None], "neither side answers"), (["Paris", None], "one side answers"),
+    ([None, "Paris"], "one side answers"), (["Paris", "paris"], "same answer")])
+def test_why_a_support_verdict_found_no_two_answers(answers, reason):
+    assert crossval_removals.no_answer_reason(answers) == reason
 
 
 def test_the_tables(toy, capsys, monkeypatch):
@@ -59,6 +70,7 @@ def test_the_tables(toy, capsys, monkeypatch):
     assert "| correct – noise | 2 | 1 | 1 | 0 | 0 | 0 |" in out
     assert "| all | 5 | 1 | 1 | 1 | 1 | 1 |" in out
     assert "| misinfo | correct | 1 |" in out
+    assert "| correct – noise | 1 | 1 | 0 | 0 |" in out  # the pairs with no two answers, by why
 
 
 def test_the_guard_is_replayed_on_removed_pairs_only_and_resumes(tmp_path, toy, capsys):
