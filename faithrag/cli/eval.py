@@ -29,6 +29,8 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--file", help="a single unified-JSONL file instead of --dataset")
     g.add_argument("--split", default="dev")
     g.add_argument("--limit", type=int, help="first N items")
+    g.add_argument("--offset", type=int, default=0,
+                   help="skip this many items first (--offset 500 --limit 200: items 501 to 700)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--context", choices=["given", "retrieval", "golden", "item_retrieval"],
                    default="given",
@@ -75,8 +77,8 @@ def spec_from_args(args: argparse.Namespace, method: str) -> EvalSpec:
         raise ConfigError("No evaluation data given.", "Give --dataset NAME or --file PATH.")
     return EvalSpec(
         dataset=args.dataset or "", method=method, rerank=args.rerank, verify=args.verify,
-        limit=args.limit, seed=args.seed, context_mode=args.context, metric=args.metric,
-        split=args.split, data_dir=args.data_dir, file=args.file,
+        limit=args.limit, offset=args.offset, seed=args.seed, context_mode=args.context,
+        metric=args.metric, split=args.split, data_dir=args.data_dir, file=args.file,
         on_error="raise" if args.strict else "skip",
         sweep={"distractors": args.distractors} if args.distractors is not None else {})
 

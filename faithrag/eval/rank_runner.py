@@ -301,13 +301,14 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
                           "Drop --context retrieval.")
     label = spec.rerank or NO_RERANK
     answering = options.answer_top is not None
+    items: list[RankItem] = spec.select(dataset.items)
     model, model_sha = model_identity(config)
     manifest = {
         "dataset": dataset.name, "dataset_sha256": dataset.sha256,
         "dataset_path": str(dataset.path), "split": spec.split, "method": label,
         "rerank": spec.rerank, "verify": None, "model": model, "model_sha256": model_sha,
         "context_mode": "given", "metric": "containment" if answering else None,
-        "seed": spec.seed, "limit": spec.limit, "sweep": spec.sweep,
+        "seed": spec.seed, "limit": spec.limit, "offset": spec.offset, "sweep": spec.sweep,
         "config": config.model_dump(), "code_version": code_version(),
         "platform": platform_identity(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -317,7 +318,6 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         "answer_cache": str(options.answer_cache) if answering and options.answer_cache else None,
     }
     _write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
-    items: list[RankItem] = dataset.items[: spec.limit] if spec.limit else dataset.items
     qa = load_qa_versions(items, spec.data_dir, spec.split) if answering else {}
     results = ResultsFile(out / "results.jsonl")
     todo = [item for item in items if item.id not in results.done]

@@ -7,6 +7,7 @@ A run directory holds two files written by the runner.
     {"dataset": str, "method": str,                      # required
      "model": str, "model_sha256": str, "dataset_sha256": str, "config": dict,
      "code_version": str, "limit": int | null, "seed": int, "created": str (ISO 8601),
+     "offset": int,                                      # items skipped (absent before: 0)
      "platform": str,                                    # CPU and llama.cpp build
      "code_versions": [str], "platforms": [str],         # a run resumed under others
      "sweep": {"distractors": 4, ...}}                   # optional: the swept setting(s)
@@ -50,9 +51,9 @@ Compare: for every dataset and every pair of runs on it, the items both runs sco
 the report gives both accuracies, the difference with a paired bootstrap 95% CI, the discordant
 counts and the exact McNemar p-value.
 
-Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings and the
-non-default configuration values that tell the dataset's runs apart ("cfrag [distractors=16,
-cfrag.causal_scoring=False]"); when two runs on one dataset would still share a label, the model
+Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings, the
+non-default configuration values and the `--offset` that tell the dataset's runs apart ("cfrag
+[distractors=16, cfrag.causal_scoring=False]"); when two runs on one dataset would still share a label, the model
 and then the run directory name are appended.
 """
 
@@ -285,6 +286,8 @@ def _assign_labels(runs: list[Run]) -> None:
         shown = {k: v for k, v in sorted(run.sweep.items()) if v is not None and (
             len(peers) == 1 or len({str(p.sweep.get(k)) for p in peers}) > 1)}
         shown.update(_distinct_settings(run, peers))
+        if len({p.manifest.get("offset") or 0 for p in peers}) > 1:  # other slices of the set
+            shown["offset"] = run.manifest.get("offset") or 0
         settings = ", ".join(f"{k}={v}" for k, v in shown.items())
         name = _pipeline_name(run)
         run.label = f"{name} [{settings}]" if settings else name

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from functools import cache, partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from faithrag import __version__
 from faithrag.config import Config
@@ -40,6 +40,8 @@ from faithrag.pipeline import Pipeline
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.types import Passage, Question, Trace
 
+T = TypeVar("T")
+
 # Methods that answer by picking an option; on a free-form conflict set they get the documented
 # two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
 CHOICE_METHODS = {"cot_json", "cot_json_scored", "choice_scoring", "csrag", "csrag_choices",
@@ -54,6 +56,7 @@ class EvalSpec:
     rerank: str | None = None
     verify: str | None = None
     limit: int | None = None
+    offset: int = 0  # items skipped before the first one evaluated
     seed: int = 0
     context_mode: Literal["given", "retrieval", "golden", "item_retrieval"] = "given"
     # golden: KRE non-conflict; item_retrieval: retrieval over the item's own passages (plus
@@ -71,6 +74,8 @@ class EvalSpec:
                               f"Choose one of {', '.join(FREE_FORM_METRICS)}.")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be >= 1.", "Leave it out to run every item.")
+        if self.offset < 0:
+            raise ConfigError("--offset must be >= 0.", "Pass the number of items to skip.")
         distractors = self.sweep.get("distractors", 0)
         if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
             raise ConfigError(f"distractors must be a whole number >= 0, got {distractors!r}.",
@@ -78,6 +83,13 @@ class EvalSpec:
         if distractors and self.context_mode not in ("given", "item_retrieval"):
             raise ConfigError("Distractors are injected into each item's own passages.",
                               "Use --context given or --context item_retrieval.")
+
+    def select(self, items: list[T]) -> list[T]:
+        """The items this spec evaluates: `limit` items from `offset` on (all when no limit)."""
+        if self.offset and self.offset >= len(items):
+            raise ConfigError(f"--offset {self.offset} skips every item: the set has {len(items)}.",
+                              "Pass a smaller --offset.")
+        return items[self.offset: self.offset + self.limit if self.limit else None]
 
 
 @dataclass
@@ -226,13 +238,13 @@ class ResultsFile:
 
 
 _MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
-                  "model_sha256", "context_mode", "metric", "seed", "config", "sweep")
+                  "model_sha256", "context_mode", "metric", "seed", "offset", "config", "sweep")
 # settings that change speed, never results: a run may resume with different values
 _SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
 
 
 def _comparable(manifest: dict[str, Any], key: str) -> Any:
-    value = manifest.get(key)
+    value = manifest.get(key, 0 if key == "offset" else None)  # runs before --offset had none
     if key == "config" and isinstance(value, dict):
         llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}
         value = {**value, "llm": llm}
@@ -320,19 +332,20 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
     if dataset.kind != "qa":
         raise ConfigError(f"{dataset.name} is a ranking set; this runner evaluates QA sets.",
                           "Choose a QA dataset.")
+    items = spec.select(dataset.items)
     model, model_sha = model_identity(config)
     _write_manifest(out, {
         "dataset": dataset.name, "dataset_sha256": dataset.sha256, "dataset_path": str(dataset.path),
         "split": spec.split, "method": spec.method, "rerank": spec.rerank, "verify": spec.verify,
         "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
-        "metric": spec.metric, "seed": spec.seed, "limit": spec.limit, "sweep": spec.sweep,
+        "metric": spec.metric, "seed": spec.seed, "limit": spec.limit, "offset": spec.offset,
+        "sweep": spec.sweep,
         "config": config.model_dump(), "code_version": code_version(),
         "platform": platform_identity(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "malformed_lines": [str(e) for e in dataset.errors],
     })
     results = ResultsFile(out / "results.jsonl")
-    items = dataset.items[: spec.limit] if spec.limit else dataset.items
     todo = [item for item in items if item.id not in results.done]
 
     make_evaluator = partial(QAItemEvaluator, spec, config, dataset, build_pipeline)

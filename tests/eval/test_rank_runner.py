@@ -7,7 +7,7 @@ import pytest
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval.datasets import RankItem, RankPassage
+from faithrag.eval.datasets import RankItem, RankPassage, load_dataset
 from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import (
     RankOptions,
@@ -156,6 +156,15 @@ def test_resume_skips_done_items_and_refuses_other_settings(data, tmp_path):
         run_rank_eval(spec(data, "crossval"), CONFIG, out, llm, options, progress=False)
 
 
+def test_offset_picks_the_items_after_it(data, tmp_path):
+    every = [item.id for item in load_dataset("toyrank", str(data)).items]
+    out = tmp_path / "run"
+    run_rank_eval(EvalSpec("toyrank", rerank="listwise", limit=1, offset=1, data_dir=str(data)),
+                  CONFIG, out, FakeLLM(responder), RankOptions(first_stage="given"),
+                  progress=False)
+    assert list(records(out)) == every[1:2]
+
+
 def test_a_failing_item_is_recorded_and_the_run_goes_on(data, tmp_path):
     def flaky(request):
         if "bridge 1" in request.messages[-1].content:
@@ -236,6 +245,9 @@ def test_cli_eval_on_a_ranking_set(data, tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 3 and printed["ndcg@1"] == 0.0
     assert printed["rerank_parse"]["failed"] == 3  # the fake model's empty replies, counted
+    code = main(["eval", "--config", str(config), "--dataset", "toyrank", "--data-dir",
+                 str(data), "--offset", "2", "--out", str(tmp_path / "offset"), "--no-progress"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["n"] == 1
 
 
 def test_a_pair_named_again_after_it_was_cleared_is_not_counted_twice():

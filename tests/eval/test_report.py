@@ -246,3 +246,18 @@ def test_run_outcomes_reads_a_run_or_one_ablation_cell_of_it(tmp_path):
     assert run_outcomes(f"{run}@a=-1 b=3", default_cell="a=0 b=0")[1] == {"x": True}
     with pytest.raises(ValueError, match=f"{run} has no cell 'a=9 b=9'"):
         run_outcomes(f"{run}@a=9 b=9")
+
+
+def test_labels_name_the_offset_when_runs_cover_other_slices_of_a_set(tmp_path: Path) -> None:
+    runs = [make_run(tmp_path, name, "r", "crossval", [record(f"{name}1", True)])
+            for name in ("first", "later", "older")]
+    for run, offset in zip(runs, (0, 500, None)):  # None: a manifest from before --offset
+        manifest = json.loads((run / "manifest.json").read_text())
+        if offset is not None:
+            manifest["offset"] = offset
+        (run / "manifest.json").write_text(json.dumps(manifest))
+    labels = [r["label"] for r in json.loads(report(runs[:2], tmp_path / "two").summary
+                                             .read_text())["runs"]]
+    assert labels == ["crossval [offset=0]", "crossval [offset=500]"]
+    same = report([runs[0], runs[2]], tmp_path / "same")  # 0 and absent are the same slice
+    assert "offset" not in same.table.read_text()

@@ -98,6 +98,48 @@ def test_items_that_errored_are_retried_on_resume_and_counted_once(tmp_path):
     assert len(ResultsFile(tmp_path / "run/results.jsonl").records) == 3
 
 
+def test_offset_skips_items_and_a_run_resumes_only_with_the_same_offset(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=6)
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=str(data), limit=2, offset=3), config, tmp_path / "run",
+             FakeLLM(default="Sydney"), build, progress=False)
+    records = ResultsFile(tmp_path / "run/results.jsonl").records
+    assert [r["id"] for r in records] == ["t::3", "t::4"]
+    assert json.loads((tmp_path / "run/manifest.json").read_text())["offset"] == 3
+    with pytest.raises(ConfigError, match="offset"):
+        run_eval(EvalSpec("set", file=str(data), limit=2), config, tmp_path / "run", FakeLLM(),
+                 build, progress=False)
+    # without a limit, the rest of the set from the offset on
+    summary = run_eval(EvalSpec("set", file=str(data), offset=3), config, tmp_path / "run",
+                       FakeLLM(default="Sydney"), build, progress=False)
+    assert summary["n"] == 3
+
+
+def test_a_run_from_before_offset_resumes_as_offset_zero(tmp_path):
+    data = write_set(tmp_path / "set.jsonl", n=3)
+    config = Config.load(None, {"llm.backend": "fake"})
+    run_eval(EvalSpec("set", file=str(data), limit=1), config, tmp_path / "run", FakeLLM(), build,
+             progress=False)
+    manifest_path = tmp_path / "run/manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["offset"]  # as written by older code
+    manifest_path.write_text(json.dumps(manifest))
+    summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
+                       build, progress=False)
+    assert summary["n"] == 3
+
+
+@pytest.mark.parametrize("offset, limit, message", [(-1, None, "must be >= 0"),
+                                                    (12, 1, "skips every item")])
+def test_an_offset_out_of_range_is_a_clear_error(tmp_path, offset, limit, message):
+    data = write_set(tmp_path / "set.jsonl")
+    with pytest.raises(ConfigError, match=message):
+        run_eval(EvalSpec("set", file=str(data), limit=limit, offset=offset),
+                 Config.load(None, {"llm.backend": "fake"}), tmp_path / "run", FakeLLM(), build,
+                 progress=False)
+    assert not (tmp_path / "run/manifest.json").exists()  # refused before anything is written
+
+
 def test_code_versions_of_a_resumed_run_are_kept(tmp_path, monkeypatch):
     from faithrag.eval import runner
 
