@@ -36,6 +36,8 @@ accuracy. One JSON line per item in --out, resumable.
 
     python benchmarks/crossval_verdicts.py --dataset ramdocs_rank --items 30 \
       --verdicts support pairwise --out runs/verdicts.jsonl
+    python benchmarks/crossval_verdicts.py --dataset kre_conflict_rank --offset 500 --items 30 \
+      --verdicts support --out runs/verdicts-kre-squad.jsonl
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ import json
 import re
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
+
+from crossval_removals import no_answer_reason
 
 from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
@@ -329,8 +334,9 @@ def summarise(records: list[dict]) -> None:
         wrong = sum(s["removed"] not in (None, c) for s, c in zip(support, contrary))
         statuses = {st: sum(s["status"] == st for s in support)
                     for st in sorted({s["status"] for s in support})}
+        why = Counter(no_answer_reason(s["answers"]) for s in support if s["status"] == "none")
         print(f"support verdict: removes the contrary passage {rate(right, n)}, the true one "
-              f"{rate(wrong, n)}; statuses {statuses}")
+              f"{rate(wrong, n)}; statuses {statuses}; no two answers: {dict(why)}")
     records = [r for r in records if "orders" in r]
     if not records:
         return
@@ -359,6 +365,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="ramdocs_rank")
     parser.add_argument("--data-dir")
     parser.add_argument("--items", type=int, default=30)
+    parser.add_argument("--offset", type=int, default=0,
+                        help="skip the set's first items (kre_conflict_rank: 500 = its SQuAD half)")
     parser.add_argument("--model", default="default")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard", "likelihood", "truth"),
@@ -379,7 +387,7 @@ def main() -> None:
                 if args.time_shared_prefix else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as sink:
-        for item in dataset.items:
+        for item in dataset.items[args.offset:]:
             if len(records) >= args.items:
                 break
             if item.id in done:

@@ -56,8 +56,12 @@ def test_support_verdict_is_recorded_and_summarised(capsys):
     assert record["support"]["answers"] == ["1932", "1990"]
     assert (record["support"]["status"], record["support"]["removed"]) == ("tied", None)
     assert "orders" not in record
-    crossval_verdicts.summarise([record])
-    assert "removes the contrary passage 0/1" in capsys.readouterr().out
+    unstated = {**record, "support": {**record["support"], "status": "none",
+                                      "answers": [None, "1990"]}}
+    crossval_verdicts.summarise([record, unstated])
+    out = capsys.readouterr().out
+    assert "removes the contrary passage 0/2" in out
+    assert "no two answers: {'one side answers': 1}" in out
 
 
 class ManyFake(FakeLLM):
