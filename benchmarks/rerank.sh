@@ -11,6 +11,8 @@
 # then reads each item's passages once for all detection rounds; see BENCHMARKS.md).
 # The runs share their answering calls through $OUT/answer-cache (eval --answer-cache): give every
 # run of a set the same SET, or their answers are keyed apart.
+# OFFSET skips each set's first items (eval --offset): OFFSET=500 SETS=kre_conflict_rank is that
+# set's SQuAD half (its first 500 items are MuSiQue). Give such runs their own OUT.
 set -euo pipefail
 N=${N:-200}
 MODEL=${MODEL:-default}
@@ -18,6 +20,7 @@ OUT=${OUT:-runs/rerank}
 THREADS=${THREADS:-1}  # 1 when something else shares the CPU (llama.cpp collapses otherwise)
 WORKERS=${WORKERS:-1}  # items in flight, each on its own copy of the model (2 on two cores)
 TOP=${TOP:-3}
+OFFSET=${OFFSET:-0}
 GENERATOR=${GENERATOR:-vanilla}
 SETS=${SETS:-"kre_conflict_rank ramdocs_rank"}
 RERANKERS=${RERANKERS:-"none bi_encoder llm_judge listwise crossval"}
@@ -34,7 +37,7 @@ for set in $SETS; do
     start=$(date +%s)
     $FAITHRAG eval --dataset "$set" ${rerank[@]+"${rerank[@]}"} \
       ${overrides[@]+"${overrides[@]}"} --method "$GENERATOR" \
-      --answer-top "$TOP" --answer-cache "$OUT/answer-cache" --limit "$N" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
+      --answer-top "$TOP" --answer-cache "$OUT/answer-cache" --limit "$N" --offset "$OFFSET" --model "$MODEL" --threads "$THREADS" --workers "$WORKERS" \
       --out "$OUT/$set-$name" --no-progress > "$OUT/$set-$name.summary.json"
     echo "$set $name $(( $(date +%s) - start ))s" | tee -a "$OUT/timings.txt"
   done
