@@ -4,12 +4,12 @@ Every pair crossval judged (a `crossval.validate` step) is classed by the datase
 two passages (ramdocs_rank: `correct`, `misinfo` = the contrary passage, `noise`) and by the
 outcome: a side removed (the contrary side or another) or, where nothing was removed, the
 step's status: no two different answers ("none"), tied support, the two orders' verdicts
-disagreeing, the same-subject check, or an unreadable reply. Under the "support" verdict a pair
-with no two answers is also split by why: neither side's passage gave an answer ("NOT STATED"),
-one side's did not, or both gave the same answer. For `correct`–`correct` pairs the two documents'
-answers are both gold answers, i.e. two valid readings of an ambiguous question: removing either
-side is wrong. The second table crosses the removed passage's role with the kept one's. No model
-is loaded.
+disagreeing, the same-subject check, or an unreadable reply. For `correct`–`correct` pairs the
+two documents' answers are both gold answers, i.e. two valid readings of an ambiguous question:
+removing either side is wrong. Under the "support" verdict a second table splits the pairs with
+no two answers by why: neither side's passage gave an answer ("NOT STATED"), one side's did not,
+or both gave the same answer. The last table crosses the removed passage's role with the kept
+one's. No model is loaded.
 
 With `--guard OUT` the same-subject check (`rerank.same_subject_check`, off by default) is
 replayed on every removed pair: the model's log-odds that the two passages speak of the same

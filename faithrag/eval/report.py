@@ -53,8 +53,8 @@ counts and the exact McNemar p-value.
 
 Run labels: the pipeline ("vanilla + crossval + antisyco"), plus the sweep settings, the
 non-default configuration values and the `--offset` that tell the dataset's runs apart ("cfrag
-[distractors=16, cfrag.causal_scoring=False]"); when two runs on one dataset would still share a label, the model
-and then the run directory name are appended.
+[distractors=16, cfrag.causal_scoring=False]"); when two runs on one dataset would still share a
+label, the model and then the run directory name are appended.
 """
 
 from __future__ import annotations
