@@ -241,10 +241,12 @@ _MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "ver
                   "model_sha256", "context_mode", "metric", "seed", "offset", "config", "sweep")
 # settings that change speed, never results: a run may resume with different values
 _SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
+# keys that later code added to the manifest, with the value that older runs had implicitly
+_ADDED_KEYS = {"offset": 0}
 
 
 def _comparable(manifest: dict[str, Any], key: str) -> Any:
-    value = manifest.get(key, 0 if key == "offset" else None)  # runs before --offset had none
+    value = manifest.get(key, _ADDED_KEYS.get(key))
     if key == "config" and isinstance(value, dict):
         llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}
         value = {**value, "llm": llm}

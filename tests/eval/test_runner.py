@@ -32,6 +32,15 @@ def write_set(path, n=12):
     return path
 
 
+def edit_manifest(run, edit):
+    """Change a run's manifest.json in place, as an older version of the code would have
+    written it."""
+    path = run / "manifest.json"
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+
+
 def test_free_form_run_records_metrics_and_skips_malformed_lines(tmp_path):
     data = write_set(tmp_path / "set.jsonl")
     llm = FakeLLM([("item 3", "Canberra")], default="Sydney")
@@ -120,10 +129,7 @@ def test_a_run_from_before_offset_resumes_as_offset_zero(tmp_path):
     config = Config.load(None, {"llm.backend": "fake"})
     run_eval(EvalSpec("set", file=str(data), limit=1), config, tmp_path / "run", FakeLLM(), build,
              progress=False)
-    manifest_path = tmp_path / "run/manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    del manifest["offset"]  # as written by older code
-    manifest_path.write_text(json.dumps(manifest))
+    edit_manifest(tmp_path / "run", lambda m: m.pop("offset"))  # as written by older code
     summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
                        build, progress=False)
     assert summary["n"] == 3
@@ -210,10 +216,8 @@ def test_resume_after_code_added_a_setting_is_allowed(tmp_path):
     config = Config.load(None, {"llm.backend": "fake"})
     run_eval(EvalSpec("set", file=str(data), limit=2), config, tmp_path / "run", FakeLLM(), build,
              progress=False)
-    manifest_path = tmp_path / "run/manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    del manifest["config"]["generation"]["answer_tokens"]  # as written by older code
-    manifest_path.write_text(json.dumps(manifest))
+    # as written by older code
+    edit_manifest(tmp_path / "run", lambda m: m["config"]["generation"].pop("answer_tokens"))
     summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
                        build, progress=False)
     assert summary["n"] == 3
