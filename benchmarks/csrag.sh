@@ -2,7 +2,12 @@
 # CSRAG measurements (issue 4): main table, non-conflict check, ablations. Resumable: re-run the
 # same command to continue; paraphrases and facts are cached, so ablations pay only for answers.
 #   N=200 N_ABL=100 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|grid|all]
+#   N=200 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh table
 # (two items at a time on one thread each is the fastest arrangement on two cores)
+# table (not part of all): the main table in the scored JSON mode as benchmarks/csrag_main_table.py
+# reads it, column by column over the sets: closed-book, vanilla, csrag_json_scored on the
+# original context, then on the KRE golden contexts, then the full method; each CSRAG run with
+# its ablation grid, whose unbiased cell is the same-prompt baseline, and with lookup drafts.
 # grid: csrag_choices on the original context with every ablation cell scored from one forward
 # pass per item (csrag.ablation_grid), on every set and on the KRE golden contexts.
 # The main part also runs the baselines; point BASE_OUT at an existing baselines directory
@@ -85,6 +90,26 @@ if [[ $PART == ablations || $PART == all ]]; then  # the paper's ablation shape,
     --set csrag.ablation_grid=true
 fi
 
+if [[ $PART == table ]]; then
+  for method in closed_book vanilla; do
+    for set in $SETS; do
+      run "$OUT/table/$set-$method" --dataset "$set" --method "$method" --limit "$N"
+    done
+  done
+  scored() { local dir=$1; shift
+    # shellcheck disable=SC2086
+    run "$OUT/table/$dir" --method csrag_json_scored --limit "$N" $CSRAG_ARGS \
+      --set csrag.ablation_grid=true "$@"; }
+  for set in $SETS; do
+    scored "$set-csrag_json_scored-original" --dataset "$set" --set csrag.enhance_context=false
+  done
+  for set in $GOLDEN; do
+    scored "$set-golden-csrag_json_scored-original" --dataset "$set" --context golden \
+      --set csrag.enhance_context=false
+  done
+  for set in $SETS; do scored "$set-csrag_json_scored" --dataset "$set"; done
+fi
+
 if [[ $PART == grid || $PART == all ]]; then
   grid() { local name=$1; shift
     run "$OUT/grid/$name" --method csrag_choices --limit "$N" --set csrag.enhance_context=false \
@@ -93,6 +118,7 @@ if [[ $PART == grid || $PART == all ]]; then
   for set in $GOLDEN; do grid "$set-golden" --dataset "$set" --context golden; done
 fi
 
+[[ -d $OUT/table ]] && $PYTHON benchmarks/csrag_main_table.py "$OUT/table" > "$OUT/table/main-table.md"
 [[ -d $OUT/grid ]] && $PYTHON benchmarks/csrag_grid.py "$OUT"/grid/*/ > "$OUT/grid/report.md"
 scored=$(compgen -G "$OUT/main/*-csrag_choices"; compgen -G "$OUT/main/*-csrag_json_scored") || true
 # shellcheck disable=SC2086
