@@ -15,6 +15,10 @@ manifest, not its name:
   method), where it has that cell (runs made before the cell was added do not), reported below
   the table beside the default cell, against the same baseline.
 
+Below the table, each comparison is also pooled over the sets (every set's paired items in one
+sample, one McNemar test): the goal is the mean over sets, the pool asks whether the bias's net
+effect is there at all.
+
 Runs with the item's golden context (`--context golden`, the non-conflict check) get a table of
 their own. Every comparison is paired over the items both runs scored; "errors removed" is the
 share of the baseline's errors there that CSRAG gets right, net of those it newly gets wrong.
@@ -151,15 +155,49 @@ def accuracy(outcomes: dict[str, bool] | None) -> str:
     return f"{100 * right / n:.1f} [{100 * lo:.0f}, {100 * hi:.0f}] (n {n})"
 
 
-def paired(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict | None:
+def aligned(a: dict[str, bool] | None, b: dict[str, bool] | None
+            ) -> tuple[list[bool], list[bool]]:
+    """The outcomes of the items both runs scored, in one order."""
     ids = sorted(set(a or ()) & set(b or ()))
-    if not ids:
+    return [a[i] for i in ids], [b[i] for i in ids]
+
+
+def paired_lists(a: list[bool], b: list[bool]) -> dict | None:
+    if not a:
         return None
-    result = paired_difference([a[i] for i in ids], [b[i] for i in ids])
-    baseline_errors = sum(not b[i] for i in ids)
+    result = paired_difference(a, b)
+    baseline_errors = b.count(False)
     result["errors_removed"] = ((result["only_a"] - result["only_b"]) / baseline_errors
                                 if baseline_errors else None)
     return result
+
+
+def paired(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict | None:
+    return paired_lists(*aligned(a, b))
+
+
+class Pool:
+    """One comparison's items pooled over sets: every set's paired items in one sample, for a
+    single McNemar test of the bias's net effect (the goal itself is the mean over sets)."""
+
+    def __init__(self) -> None:
+        self.a: list[bool] = []
+        self.b: list[bool] = []
+        self.sets = 0
+
+    def add(self, a: dict[str, bool] | None, b: dict[str, bool] | None) -> None:
+        more_a, more_b = aligned(a, b)
+        if more_a:
+            self.a += more_a
+            self.b += more_b
+            self.sets += 1
+
+    def line(self, label: str) -> list[str]:
+        result = paired_lists(self.a, self.b)
+        if result is None:
+            return []
+        return [(f"Pooled, {label}, {self.sets} set(s), {result['n']} items: "
+                 f"{difference(result)}, errors removed {removed(result)}")]
 
 
 def difference(result: dict | None) -> str:
@@ -182,9 +220,12 @@ def main_table(rows: list[Row]) -> list[str]:
               "| original − vanilla |"),
              "|---|---|---|---|---|---|---|---|---|"]
     shares: dict[str, list[float]] = {"original": [], "full": []}
+    pools = {kind: Pool() for kind in shares}
     for row in rows:
         o = row.outcomes
         against_baseline = {k: paired(o.get(k), baseline_of(row, k)) for k in shares}
+        for kind, pool in pools.items():
+            pool.add(o.get(kind), baseline_of(row, kind))
         for kind, result in against_baseline.items():
             if result is not None and result["errors_removed"] is not None:
                 shares[kind].append(result["errors_removed"])
@@ -212,6 +253,8 @@ def main_table(rows: list[Row]) -> list[str]:
         if values:
             lines.append(f"Errors removed, {kind}, mean over {len(values)} set(s): "
                          f"{100 * sum(values) / len(values):.0f} %")
+    for kind, pool in pools.items():
+        lines += pool.line(kind)
     return lines + case_variant_lines(rows, "original") + case_variant_lines(rows, "full")
 
 
@@ -225,9 +268,12 @@ def case_variant_lines(rows: list[Row], kind: str) -> list[str]:
     title = {"original": "Original context", "full": "Full method"}[kind]
     lines = ["", f"{title} with case variants (cell `{CASE_CELL}`), where the run has it:"]
     shares: dict[str, list[float]] = {case_kind: [], kind: []}
+    pools = {k: Pool() for k in shares}
     for row in with_case:
         baseline = baseline_of(row, kind)
         against_baseline = {k: paired(row.outcomes[k], baseline) for k in shares}
+        for k, pool in pools.items():
+            pool.add(row.outcomes[k], baseline)
         for k, result in against_baseline.items():
             if result is not None and result["errors_removed"] is not None:
                 shares[k].append(result["errors_removed"])
@@ -238,7 +284,8 @@ def case_variant_lines(rows: list[Row], kind: str) -> list[str]:
     lines.append(f"Errors removed, mean over these {len(with_case)} set(s): "
                  f"{mean[case_kind]} with case variants, {mean[kind]} with the "
                  f"default cell `{DEFAULT_CELL}`")
-    return lines
+    return (lines + pools[case_kind].line(f"{kind} with case variants")
+            + pools[kind].line(f"{kind}, default cell"))
 
 
 def golden_table(rows: list[Row]) -> list[str]:

@@ -135,7 +135,11 @@ def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
     assert lines[start + 1].endswith("errors removed 60 %")
     assert lines[start + 2] == ("Errors removed, mean over these 1 set(s): 60 % with case "
                                 "variants, 20 % with the default cell `a=-1 b=3`")
-    assert len(lines) == start + 3
+    # pooled over the one set that has the cell: 5 baseline errors, 3 / 0 and 1 / 0
+    assert lines[start + 3].startswith("Pooled, original with case variants, 1 set(s), 10 items")
+    assert lines[start + 4].startswith("Pooled, original, default cell, 1 set(s), 10 items")
+    assert lines[start + 4].endswith("errors removed 20 %")
+    assert len(lines) == start + 5
 
 
 def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(
@@ -157,3 +161,19 @@ def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(
     assert lines[start + 2] == ("Errors removed, mean over these 1 set(s): 80 % with case "
                                 "variants, 40 % with the default cell `a=-1 b=3`")
     assert not any(line.startswith("Original context with case variants") for line in lines)
+
+
+def test_each_comparison_is_also_pooled_over_the_sets(tmp_path, write_grid_run):
+    # set one: 2 baseline errors, CSRAG fixes both; set two: 2 baseline errors, CSRAG fixes one
+    # and loses one right item
+    write_grid_run(tmp_path, "one", "csrag_json_scored", [True] * 4, enhance=False,
+                   unbiased=[True] * 2 + [False] * 2, dataset="kre_squad")
+    write_grid_run(tmp_path, "two", "csrag_json_scored", [True, False, True, False],
+                   enhance=False, unbiased=[True, True, False, False], dataset="kre_musique")
+    lines = main_table.main_table(main_table.collect([str(tmp_path)]))
+    # per set 100 % and 0 %, mean 50 %; pooled 4 baseline errors, net 3 - 1 = 2 removed
+    assert "Errors removed, original, mean over 2 set(s): 50 %" in lines
+    [pooled] = [line for line in lines if line.startswith("Pooled, original")]
+    assert pooled.startswith("Pooled, original, 2 set(s), 8 items: +25.0")
+    assert "(3 / 1, p 0.62)" in pooled and pooled.endswith("errors removed 50 %")
+    assert not any(line.startswith("Pooled, full") for line in lines)  # no full-method runs
