@@ -17,7 +17,9 @@ manifest, not its name:
 
 Below the table, each comparison is also pooled over the sets (every set's paired items in one
 sample, one McNemar test): the goal is the mean over sets, the pool asks whether the bias's net
-effect is there at all.
+effect is there at all. Where the full method's run has the grid, its effect is split into its
+two steps: the paraphrase (its unbiased cell against its baseline) and the bias on the enhanced
+context (the full method against that cell).
 
 Runs with the item's golden context (`--context golden`, the non-conflict check) get a table of
 their own. Every comparison is paired over the items both runs scored; "errors removed" is the
@@ -116,9 +118,12 @@ def collect(paths: list[str]) -> list[Row]:
         if kind in ("original", "full"):
             decodings.setdefault(key, {})[kind] = lookup_tokens(run)
         if kind in ("original", "full") and csrag_setting(run, "ablation_grid"):
+            unbiased = run_outcomes(f"{run_dir}@{UNBIASED}")[1]
             if kind == "original":
                 offered.append(Candidate(f"{run_dir.name}@{UNBIASED}", lookup_tokens(run),
-                                         run_outcomes(f"{run_dir}@{UNBIASED}")[1], True))
+                                         unbiased, True))
+            else:
+                row.outcomes["full_unbiased"] = unbiased
             try:
                 row.outcomes[f"{kind}_case"] = run_outcomes(f"{run_dir}@{CASE_CELL}")[1]
             except ValueError:
@@ -255,7 +260,8 @@ def main_table(rows: list[Row]) -> list[str]:
                          f"{100 * sum(values) / len(values):.0f} %")
     for kind, pool in pools.items():
         lines += pool.line(kind)
-    return lines + case_variant_lines(rows, "original") + case_variant_lines(rows, "full")
+    return (lines + case_variant_lines(rows, "original") + case_variant_lines(rows, "full")
+            + full_method_step_lines(rows))
 
 
 def case_variant_lines(rows: list[Row], kind: str) -> list[str]:
@@ -286,6 +292,28 @@ def case_variant_lines(rows: list[Row], kind: str) -> list[str]:
                  f"default cell `{DEFAULT_CELL}`")
     return (lines + pools[case_kind].line(f"{kind} with case variants")
             + pools[kind].line(f"{kind}, default cell"))
+
+
+def full_method_step_lines(rows: list[Row]) -> list[str]:
+    """The full method against its baseline, split at its unbiased cell into the paraphrase
+    and the bias on the enhanced context, per set and pooled."""
+    with_steps = [row for row in rows
+                  if "full_unbiased" in row.outcomes and baseline_of(row, "full")]
+    if not with_steps:
+        return []
+    lines = ["", (f"Full method in two steps: the paraphrase (the full run's cell `{UNBIASED}` "
+                  "against the baseline), then the bias on the enhanced context (the full "
+                  "method against that cell):")]
+    pools = {"paraphrase": Pool(), "bias": Pool()}
+    for row in with_steps:
+        o = row.outcomes
+        steps = {"paraphrase": (o["full_unbiased"], baseline_of(row, "full")),
+                 "bias": (o["full"], o["full_unbiased"])}
+        for step, (a, b) in steps.items():
+            pools[step].add(a, b)
+        lines.append(f"- {row.dataset}: paraphrase {difference(paired(*steps['paraphrase']))}, "
+                     f"bias {difference(paired(*steps['bias']))}")
+    return lines + pools["paraphrase"].line("paraphrase") + pools["bias"].line("bias")
 
 
 def golden_table(rows: list[Row]) -> list[str]:

@@ -177,3 +177,23 @@ def test_each_comparison_is_also_pooled_over_the_sets(tmp_path, write_grid_run):
     assert pooled.startswith("Pooled, original, 2 set(s), 8 items: +25.0")
     assert "(3 / 1, p 0.62)" in pooled and pooled.endswith("errors removed 50 %")
     assert not any(line.startswith("Pooled, full") for line in lines)  # no full-method runs
+
+
+def test_the_full_method_is_split_into_paraphrase_and_bias(tmp_path, write_grid_run):
+    # baseline (the original run's unbiased cell) right on 0-5; the full run's unbiased cell
+    # right on 0-3 (the paraphrase loses 4, 5), the full method right on 0-3 and 6 (the bias
+    # gains 6)
+    write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 6 + [False] * 2,
+                   enhance=False, unbiased=[True] * 6 + [False] * 2, dataset="kre_squad")
+    write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 4 + [False] * 2 + [True, False],
+                   unbiased=[True] * 4 + [False] * 4, dataset="kre_squad")
+    write_grid_run(tmp_path / "no-grid", "full", "csrag_json_scored", [True] * 8,
+                   dataset="kre_musique")
+    lines = main_table.main_table(main_table.collect([str(tmp_path)]))
+    start = next(i for i, line in enumerate(lines) if line.startswith("Full method in two steps"))
+    assert lines[start + 1].startswith("- kre_squad: paraphrase -25.0")
+    assert "(0 / 2, p 0.50), bias +12.5" in lines[start + 1]
+    assert lines[start + 1].endswith("(1 / 0, p 1.00)")
+    assert lines[start + 2].startswith("Pooled, paraphrase, 1 set(s), 8 items: -25.0")
+    assert lines[start + 3].startswith("Pooled, bias, 1 set(s), 8 items: +12.5")
+    assert len(lines) == start + 4  # kre_musique's full run has no grid: no steps
