@@ -1,0 +1,16 @@
+from faithrag.cli.demo import DEMO_RUNS, with_overrides
+from faithrag.config import Config
+
+
+def test_overrides_reach_every_section_and_leave_the_base_alone():
+    base = Config()
+    config = with_overrides(base, {"pipeline.rerank": "crossval", "rerank.verdict": "support"})
+    assert (config.pipeline.rerank, config.rerank.verdict) == ("crossval", "support")
+    assert (base.pipeline.rerank, base.rerank.verdict) == (Config().pipeline.rerank, "pairwise")
+    assert config.rerank.window == base.rerank.window  # untouched keys carried over
+
+
+def test_demo_shows_crossval_with_both_verdicts():
+    verdicts = [with_overrides(Config(), overrides).rerank.verdict
+                for _, overrides in DEMO_RUNS if overrides.get("pipeline.rerank") == "crossval"]
+    assert sorted(verdicts) == ["pairwise", "support"]
