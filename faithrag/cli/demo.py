@@ -23,8 +23,9 @@ from faithrag.types import Question
 DEMO_RUNS: list[tuple[str, dict[str, str | None]]] = [
     ("closed book", {"pipeline.method": "closed_book"}),
     ("vanilla RAG", {"pipeline.method": "vanilla"}),
-    ("vanilla + crossval re-rank", {"pipeline.method": "vanilla", "pipeline.rerank": "crossval"}),
-    # the paper's pairwise verdict has no signal on small models (README); this is the one to use
+    # crossval with the paper's pairwise verdict and with the votes a small model can cast
+    ("vanilla + crossval, pairwise", {"pipeline.method": "vanilla", "pipeline.rerank": "crossval",
+                                      "rerank.verdict": "pairwise"}),
     ("vanilla + crossval, support", {"pipeline.method": "vanilla", "pipeline.rerank": "crossval",
                                      "rerank.verdict": "support"}),
     ("CSRAG", {"pipeline.method": "csrag"}),

@@ -10,7 +10,8 @@ def test_overrides_reach_every_section_and_leave_the_base_alone():
     assert config.rerank.window == base.rerank.window  # untouched keys carried over
 
 
-def test_demo_shows_crossval_with_both_verdicts():
-    verdicts = [with_overrides(Config(), overrides).rerank.verdict
+def test_demo_shows_crossval_with_both_verdicts_whatever_the_configured_one():
+    configured = Config.load(overrides={"rerank.verdict": "support"})
+    verdicts = [with_overrides(configured, overrides).rerank.verdict
                 for _, overrides in DEMO_RUNS if overrides.get("pipeline.rerank") == "crossval"]
     assert sorted(verdicts) == ["pairwise", "support"]
