@@ -96,13 +96,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def with_overrides(base: Config, overrides: dict[str, str | None]) -> Config:
-    """A copy of ``base`` with dotted ``section.key`` values replaced; ``base`` is untouched."""
-    sections: dict[str, dict[str, str | None]] = {}
+    """A validated copy of ``base`` with dotted ``section.key`` values replaced (an unknown key
+    or a bad value raises); ``base`` is untouched."""
+    data = base.model_dump()
     for dotted, value in overrides.items():
         section, key = dotted.split(".", 1)
-        sections.setdefault(section, {})[key] = value
-    return base.model_copy(update={name: getattr(base, name).model_copy(update=values)
-                                   for name, values in sections.items()})
+        data[section][key] = value
+    return Config.model_validate(data)
 
 
 def _scenarios(llm, config, explain: bool) -> None:

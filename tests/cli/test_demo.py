@@ -1,3 +1,6 @@
+import pytest
+from pydantic import ValidationError
+
 from faithrag.cli.demo import DEMO_RUNS, with_overrides
 from faithrag.config import Config
 
@@ -15,3 +18,10 @@ def test_demo_shows_crossval_with_both_verdicts_whatever_the_configured_one():
     verdicts = [with_overrides(configured, overrides).rerank.verdict
                 for _, overrides in DEMO_RUNS if overrides.get("pipeline.rerank") == "crossval"]
     assert sorted(verdicts) == ["pairwise", "support"]
+
+
+@pytest.mark.parametrize("overrides", [{"rerank.verdikt": "support"},
+                                       {"rerank.verdict": "majority"}])
+def test_an_unknown_key_or_a_bad_value_is_refused(overrides):
+    with pytest.raises(ValidationError):
+        with_overrides(Config(), overrides)
