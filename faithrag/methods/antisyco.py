@@ -351,10 +351,9 @@ class AntiSycophancyVerifier:
                 answer = self._fallback(question, step)
             else:
                 decision = PASS
-                scores = [c.score for c in checks if c.score is not None]
-                reasons.append(f"no claim contradicted (max {_fmt(max(scores, default=None))} "
-                               f"< {self.contradiction_threshold}); relevance "
-                               f"{_fmt(reflection.relevance)}, support {reflection.support}")
+                reasons.append(f"{_contradiction_summary(checks, self.contradiction_threshold)}; "
+                               f"relevance {_fmt(reflection.relevance)}, "
+                               f"support {reflection.support}")
                 answer = Answer(draft.text, draft.choice_index, draft.reason,
                                 draft.parse_status, draft.raw)
             if unreadable:
@@ -409,6 +408,18 @@ def _grounded(answer: str, evidence: list[Passage]) -> bool:
     words = normalize_answer(answer).split()
     found = set(normalize_answer(" ".join(p.text for p in evidence)).split())
     return bool(words) and sum(w in found for w in words) >= len(words) / 2
+
+
+def _contradiction_summary(checks: list[ClaimCheck], threshold: float) -> str:
+    """Why no claim triggered REPAIR: the highest score, or why no claim has one."""
+    scores = [c.score for c in checks if c.score is not None]
+    if scores:
+        return f"no claim contradicted (max {max(scores):.2f} < {threshold})"
+    unchecked = sum(not c.evidence for c in checks)
+    why = [f"{unchecked} of {len(checks)} without a trusted passage"] if unchecked else []
+    if len(checks) > unchecked:
+        why.append(f"{len(checks) - unchecked} of {len(checks)} unreadable")
+    return "no claim scored" + (f" ({', '.join(why)})" if why else "")
 
 
 def _fmt(value: float | None) -> str:

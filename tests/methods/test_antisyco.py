@@ -297,3 +297,17 @@ def test_cli_ask_verify_antisyco_with_the_tiny_model(cli_files, capsys):
                  "--explain"]) == 0
     out = capsys.readouterr().out
     assert "verify/antisyco/decide" in out and "decision: " in out
+
+
+@pytest.mark.parametrize("kb, contradiction, reason", [
+    (KB, "ANSWER: Alexander Fleming", "no claim contradicted (max "),
+    (KB, "...", "no claim scored (1 of 1 unreadable)"),
+    ([Passage("k", "Bananas are yellow.", "Fruit")], "ANSWER: Alexander Fleming",
+     "no claim scored (1 of 1 without a trusted passage)"),
+])
+def test_a_pass_says_why_no_claim_triggered_repair(kb, contradiction, reason):
+    llm = Scripted(replies(answer="Alexander Fleming", contradiction=contradiction))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(kb), judge_tokens=64)
+    answer = stage.verify(QUESTION, POISON, Answer("Alexander Fleming"), Trace())
+    assert answer.meta["decision"] == "PASS"
+    assert answer.meta["reasons"][0].startswith(reason)
