@@ -183,6 +183,18 @@ class AntisycoConfig(_Strict):
     claim_tokens: int = Field(96, ge=16)  # reply budget of the claim list
 
 
+def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Write dotted overrides like {"llm.model": "tiny"} into nested ``data``; None is skipped."""
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+
+
 class Config(_Strict):
     llm: LLMConfig = LLMConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
@@ -206,14 +218,7 @@ class Config(_Strict):
                 data = tomllib.loads(p.read_text(encoding="utf-8"))
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{p} is not valid TOML: {exc}", "Fix the syntax.") from exc
-        for dotted, value in (overrides or {}).items():
-            if value is None:
-                continue
-            node = data
-            *parents, leaf = dotted.split(".")
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[leaf] = value
+        set_dotted(data, overrides or {})
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -14,7 +14,7 @@ from faithrag.cli.common import (
     llm_from_config,
     passages_from_docs,
 )
-from faithrag.config import Config, tomllib
+from faithrag.config import Config, set_dotted, tomllib
 from faithrag.eval.metrics import containment
 from faithrag.explain import render_explanation
 from faithrag.types import Question
@@ -99,9 +99,7 @@ def with_overrides(base: Config, overrides: dict[str, str | None]) -> Config:
     """A validated copy of ``base`` with dotted ``section.key`` values replaced (an unknown key
     or a bad value raises); ``base`` is untouched."""
     data = base.model_dump()
-    for dotted, value in overrides.items():
-        section, key = dotted.split(".", 1)
-        data[section][key] = value
+    set_dotted(data, overrides)
     return Config.model_validate(data)
 
 
