@@ -36,7 +36,7 @@ from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM, Completion, GenerationRequest
-from faithrag.methods import build_generator
+from faithrag import registry
 from faithrag.types import Trace
 
 
@@ -157,8 +157,8 @@ def main() -> None:
                                         "llm.lookup_ngram": args.lookup_ngram})
         plain = RecordingLLM(load_llm(plain_cfg.llm))
         lookup = RecordingLLM(load_llm(lookup_cfg.llm))
-        methods = {"plain": (build_generator(args.method, plain, plain_cfg), plain),
-                   "lookup": (build_generator(args.method, lookup, lookup_cfg), lookup)}
+        methods = {"plain": (registry.build("generator", args.method, plain, plain_cfg), plain),
+                   "lookup": (registry.build("generator", args.method, lookup, lookup_cfg), lookup)}
     for index, item in items:
         prepared = prepare(item, args.method, 0, args.context)
         if prepared is None:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from faithrag.cli.common import build_pipeline
+from faithrag.pipeline import Pipeline
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
@@ -72,7 +72,7 @@ def main() -> None:
         print(f"pipeline run {number}/{args.items}: {item.id}", file=sys.stderr, flush=True)
         passages = item.passages() + injector.select(item, args.distractors)
         retriever = InMemoryRetriever(passages, mode=config.retrieval.mode)
-        build_pipeline(config, recorder, retriever).run(Question(item.question, item.id))
+        Pipeline.from_parts(config, recorder, retriever).run(Question(item.question, item.id))
 
     llm = recorder.llm  # timed directly: through the recorder, the timed calls would be recorded
     rows = []

@@ -25,7 +25,7 @@ from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.rank_runner import first_stage_order
 from faithrag.llm import load_llm
-from faithrag.methods import build_reranker
+from faithrag import registry
 from faithrag.types import Question, Trace
 
 
@@ -74,7 +74,7 @@ def main() -> None:
     config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads,
                                 "rerank.verdict": "support"})
     llm = load_llm(config.llm)
-    reranker = build_reranker("crossval", llm, config)
+    reranker = registry.build("reranker", "crossval", llm, config)
     rows = []
     for number, item in enumerate(load_dataset(args.dataset, args.data_dir).items[: args.items]):
         print(f"item {number + 1}/{args.items}: {item.id}", file=sys.stderr, flush=True)

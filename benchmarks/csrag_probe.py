@@ -18,7 +18,7 @@ from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
 from faithrag.llm import load_llm
-from faithrag.methods import build_generator
+from faithrag import registry
 from faithrag.types import Trace
 
 
@@ -33,7 +33,7 @@ def probe(args: argparse.Namespace) -> list[dict]:
     dataset = load_dataset(args.dataset, args.data_dir, "dev")
     items = [i for i in dataset.items if not args.ids or i.id in args.ids][: args.limit]
     llm = load_llm(config.llm)
-    csrag = build_generator("csrag", llm, config)
+    csrag = registry.build("generator", "csrag", llm, config)
     for item in items:
         if item.id in done:
             continue

@@ -24,106 +24,176 @@ def cache_dir() -> Path:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True,
+                              use_attribute_docstrings=True)
 
 
 class LLMConfig(_Strict):
+    """The model and the backend that runs it."""
+
     backend: Literal["llamacpp", "openai", "transformers", "fake"] = "llamacpp"
-    model: str = "default"  # preset (default|fast|tiny), a .gguf path, or the server's model name
-    n_ctx: int = Field(4096, ge=256)
+    """llamacpp: embedded GGUF model (extra `llamacpp`); openai: any OpenAI-compatible server;
+    transformers: a Hugging Face model (extra `hf`); fake: the scripted test model"""
+    model: str = "default"
+    """a preset (default, fast, tiny), a .gguf path, or the server's model name"""
+    n_ctx: int | None = Field(None, ge=256)
+    """context window in tokens; unset: 4096 embedded, the server's own over HTTP"""
     n_threads: int | None = Field(None, ge=1)
+    """CPU threads of the embedded model; unset: the usable cores"""
     n_batch: int = Field(512, ge=1)
-    # llama.cpp: keep the recurring leading messages of requests (few-shot turns) between calls;
-    # reproducible, but results differ slightly from the default (see faithrag/llm/llamacpp.py)
+    """llama.cpp: prompt tokens evaluated per batch"""
     prefix_cache: bool = False
-    # llama.cpp, greedy decoding: draft up to this many tokens by prompt lookup (the tokens that
-    # followed the last `lookup_ngram` tokens where they occurred before) and keep what the
-    # model's picks confirm; 0 = off. Faster on copying outputs, and results differ slightly
-    # from plain decoding, like prefix_cache (see faithrag/llm/lookup.py and BENCHMARKS.md)
+    """llama.cpp: keep the recurring leading messages of requests (few-shot turns) between
+    calls; reproducible, but results differ slightly from the default"""
     lookup_tokens: int = Field(0, ge=0)
+    """llama.cpp, greedy decoding: draft up to this many tokens by prompt lookup and keep what
+    the model's picks confirm; 0 = off. Results differ slightly from plain decoding"""
     lookup_ngram: int = Field(3, ge=1)
-    # openai backend
+    """llama.cpp: the n-gram that prompt lookup matches"""
     base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's URL, up to and including /v1"""
     api_key: str = ""
-    tokenizer: str = "server"  # "server" (/tokenize endpoint), a preset, a .gguf or tokenizer.json path
+    """openai: bearer token sent to the server"""
+    tokenizer: str = "server"
+    """openai: where token ids come from: "server" (its /tokenize endpoint), a preset, a .gguf
+    or a tokenizer.json path"""
     timeout: float = Field(120.0, gt=0)
+    """openai: seconds per request"""
     max_retries: int = Field(3, ge=0)
+    """openai: retries of a request that failed to connect or timed out"""
     concurrency: int = Field(4, ge=1)
-    logit_bias_cap: int | None = Field(None, ge=1)  # e.g. 300 for api.openai.com
-    # transformers backend
+    """openai: requests in flight at once"""
+    logit_bias_cap: int | None = Field(None, ge=1)
+    """openai: most logit_bias entries the server takes (300 for api.openai.com); unset: all"""
     torch_dtype: str = "bfloat16"
+    """transformers: the weights' dtype"""
 
 
 class RetrievalConfig(_Strict):
+    """How passages are chunked and retrieved."""
+
     mode: Literal["bm25", "dense", "hybrid"] = "bm25"
+    """bm25; dense (embeddings, extra `dense`); hybrid (both, fused by reciprocal rank)"""
     k: int = Field(5, ge=1)
+    """passages retrieved per question"""
     chunk_tokens: int = Field(250, ge=16)
+    """words per passage when documents are chunked"""
     chunk_overlap: int = Field(50, ge=0)
+    """words shared by consecutive passages"""
     embedder: str = "minilm"
+    """dense and hybrid retrieval: the embedding model"""
     rrf_k: int = Field(60, ge=1)
+    """hybrid: the k of reciprocal rank fusion"""
 
 
 class GenerationConfig(_Strict):
-    max_tokens: int = Field(256, ge=1)  # formats that reason before answering (JSON, drafts)
-    answer_tokens: int = Field(48, ge=1)  # short free-form answers
+    """Reply budgets and sampling of the answer step."""
+
+    max_tokens: int = Field(256, ge=1)
+    """replies that reason before answering (JSON answers, drafts)"""
+    answer_tokens: int = Field(48, ge=1)
+    """short free-form answers"""
     temperature: float = Field(0.0, ge=0.0)
+    """0 = greedy decoding"""
 
 
 class CFRAGConfig(_Strict):
     """CF-RAG (faithrag.methods.cfrag): counterfactual queries, dialectical retrieval, spectral
     evidence division and parallel arbitration. The last three switches are the ablations."""
 
-    n_counterfactuals: int = Field(3, ge=1)  # N: counterfactual queries kept (at most)
-    k_clusters: int = Field(4, ge=1)  # K: spectral clusters (clamped to half the evidence)
-    m_subsets: int = Field(3, ge=1)  # M: evidence subsets = hypotheses drafted
-    subset_size: int = Field(4, ge=1)  # evidence per subset (every cluster gets at least one)
-    anchor_top: bool = False  # every subset keeps the pool's most relevant passage (not the paper)
-    lambda_: float = Field(0.4, ge=0.0, le=1.0)  # Ψ = (1-λ)·coherence + λ·causal
-    sim_threshold: float = Field(0.7, ge=-1.0, le=1.0)  # counterfactual kept if cos(q, q') > this
-    dedup: float = Field(0.95, ge=-1.0, le=1.0)  # evidence dropped if cos to a kept one > this
-    min_relevance: float = Field(0.1, ge=-1.0, le=1.0)  # best cos over all queries to keep evidence
-    max_evidence: int = Field(12, ge=1)  # evidence pool cap, by best relevance
-    retrieve_k: int | None = Field(None, ge=1)  # per query; None: retrieval.k
-    scorer: Literal["llm_judge", "bi_encoder"] = "llm_judge"  # s(q, e) of the causal score
-    use_confidence: bool = False  # add w·exp(mean token log-prob of the draft) to Ψ
-    use_specificity: bool = False  # add w·[cos(h, q) - max cos(h, q')] to Ψ
+    n_counterfactuals: int = Field(3, ge=1)
+    """N: counterfactual queries kept (at most)"""
+    k_clusters: int = Field(4, ge=1)
+    """K: spectral clusters (clamped to half the evidence)"""
+    m_subsets: int = Field(3, ge=1)
+    """M: evidence subsets = hypotheses drafted"""
+    subset_size: int = Field(4, ge=1)
+    """evidence per subset (every cluster gets at least one)"""
+    anchor_top: bool = False
+    """every subset keeps the pool's most relevant passage (not the paper)"""
+    lambda_: float = Field(0.4, ge=0.0, le=1.0)
+    """Ψ = (1-λ)·coherence + λ·causal"""
+    sim_threshold: float = Field(0.7, ge=-1.0, le=1.0)
+    """counterfactual kept if cos(q, q') > this"""
+    dedup: float = Field(0.95, ge=-1.0, le=1.0)
+    """evidence dropped if cos to a kept one > this"""
+    min_relevance: float = Field(0.1, ge=-1.0, le=1.0)
+    """best cos over all queries to keep evidence"""
+    max_evidence: int = Field(12, ge=1)
+    """evidence pool cap, by best relevance"""
+    retrieve_k: int | None = Field(None, ge=1)
+    """per query; None: retrieval.k"""
+    scorer: Literal["llm_judge", "bi_encoder"] = "llm_judge"
+    """s(q, e) of the causal score"""
+    use_confidence: bool = False
+    """add w·exp(mean token log-prob of the draft) to Ψ"""
+    use_specificity: bool = False
+    """add w·[cos(h, q) - max cos(h, q')] to Ψ"""
     confidence_weight: float = Field(0.1, ge=0.0)
+    """w of use_confidence"""
     specificity_weight: float = Field(0.1, ge=0.0)
-    counterfactuals: bool = True  # ablation switch: off = no counterfactual queries
-    evidence_division: bool = True  # ablation switch: off = one draft over the whole pool
-    causal_scoring: bool = True  # ablation switch: off = Ψ is coherence only
-    counterfactual_tokens: int = Field(40, ge=8)  # per reply: one variant or the answer
-    draft_tokens: int = Field(80, ge=8)  # a generated rationale and its answer
-    # extracted: each draft is vanilla's short-answer prompt over its subset, and its rationale
-    # the subset's sentence closest to question + answer; generated: the model writes answer
-    # and rationale (the paper's form). Asked to write a rationale, the 1.5B default model
-    # answered 6 of 20 items that vanilla's prompt answered 10 of, on the same passages.
+    """w of use_specificity"""
+    counterfactuals: bool = True
+    """ablation switch: off = no counterfactual queries"""
+    evidence_division: bool = True
+    """ablation switch: off = one draft over the whole pool"""
+    causal_scoring: bool = True
+    """ablation switch: off = Ψ is coherence only"""
+    counterfactual_tokens: int = Field(40, ge=8)
+    """per reply: one variant or the answer"""
+    draft_tokens: int = Field(80, ge=8)
+    """a generated rationale and its answer"""
     rationale: Literal["extracted", "generated"] = "extracted"
-    seed: int = 0  # subset sampling; combined with a hash of the question
+    """extracted: each draft is vanilla's short-answer prompt over its subset, and its
+    rationale the subset's sentence closest to question + answer; generated: the model writes
+    answer and rationale (the paper's form)"""
+    seed: int = 0
+    """subset sampling; combined with a hash of the question"""
 
 
 class PipelineConfig(_Strict):
+    """Which stage runs at each step; names come from faithrag.registry."""
+
     method: str = "vanilla"
+    """the answer generator"""
     rerank: str | None = None
+    """the re-ranker; unset: none"""
     verify: str | None = None
+    """the verifier; unset: none"""
+
+    def stages(self) -> list[tuple[str, str]]:
+        """(kind, name) of each stage that runs, in pipeline order."""
+        return [(kind, name) for kind, name in (("reranker", self.rerank),
+                                                ("generator", self.method),
+                                                ("verifier", self.verify)) if name is not None]
 
 
 class CSRAGConfig(_Strict):
     """Conflict-suppressed decoding: logits += alpha*[token in facts] + beta*[token in context]."""
 
-    alpha: float = -1.0  # on the model's own (parametric) facts
-    beta: float = 3.0  # on the enhanced context
-    enhance_context: bool = True  # append two paraphrases of each passage
-    filter_stopwords: bool = True  # drop NLTK English stopwords and punctuation from both sets
-    case_variants: bool = False  # also each word's lower-cased and capitalised spellings
-    # choices: score the options, bias applied; json_scored: the JSON reply's Reason unbiased,
-    # then the options scored in its Answer slot with the bias
+    alpha: float = -1.0
+    """on the model's own (parametric) facts"""
+    beta: float = 3.0
+    """on the enhanced context"""
+    enhance_context: bool = True
+    """append two paraphrases of each passage"""
+    filter_stopwords: bool = True
+    """drop NLTK English stopwords and punctuation from both sets"""
+    case_variants: bool = False
+    """also each word's lower-cased and capitalised spellings"""
     answer_mode: Literal["json", "choices", "json_scored"] = "json"
+    """choices: score the options, bias applied; json_scored: the JSON reply's Reason unbiased,
+    then the options scored in its Answer slot with the bias"""
     fact_tokens: int = Field(200, ge=16)
-    paraphrase_tokens: int = Field(1024, ge=64)  # cap for the two paraphrases of one passage
-    probe_choices: bool = False  # also record option probabilities with and without the bias
-    cache_facts: bool = True  # reuse a question's facts (off to time online CSRAG honestly)
-    ablation_grid: bool = False  # scored answers: also score every ablation cell, same forward pass
+    """reply budget of the parametric facts"""
+    paraphrase_tokens: int = Field(1024, ge=64)
+    """cap for the two paraphrases of one passage"""
+    probe_choices: bool = False
+    """also record option probabilities with and without the bias"""
+    cache_facts: bool = True
+    """reuse a question's facts (off to time online CSRAG honestly)"""
+    ablation_grid: bool = False
+    """scored answers: also score every ablation cell, same forward pass"""
 
 
 class RerankConfig(_Strict):
@@ -133,25 +203,35 @@ class RerankConfig(_Strict):
     `passage_tokens` tokens in these prompts."""
 
     max_rounds: int = Field(2, ge=0)
+    """crossval: detect / cross-validate rounds at most"""
     window: int = Field(20, ge=2)
+    """listwise ranking: passages per window (crossval's detection sees the first window)"""
     step: int = Field(10, ge=1)
+    """listwise ranking: how far the window slides"""
     passage_tokens: int = Field(400, ge=16)
-    reason_tokens: int = Field(160, ge=16)  # cross-validation reply: reason + verdict
-    both_orders: bool = True  # crossval: judge the pair as (A, B) and (B, A), remove if both agree
-    # crossval's cross-validation: "pairwise" (the paper: one judgement of A vs B with a reason)
-    # or "support" (each side's answer, then each other passage's yes/no support for it; vote)
+    """each passage is cut to this many tokens in ranking prompts"""
+    reason_tokens: int = Field(160, ge=16)
+    """cross-validation reply: reason + verdict"""
+    both_orders: bool = True
+    """crossval: judge the pair as (A, B) and (B, A), remove if both agree"""
     verdict: Literal["pairwise", "support"] = "pairwise"
-    answer_tokens: int = Field(24, ge=4)  # "support": the reply budget of a side's answer
-    support_margin: float = Field(1.0, ge=0.0)  # "support": log-odds lead that makes a vote
-    # crossval: before a verdict removes anything, ask whether the pair speaks of the same
-    # subject (an ambiguous name can mean two entities, each answer valid for one); a pair whose
-    # log-odds of "same", averaged over both orders, fall below the threshold is left standing
+    """crossval's cross-validation: "pairwise" (the paper: one judgement of A vs B with a
+    reason) or "support" (each side's answer, then each other passage's yes/no support for it;
+    vote)"""
+    answer_tokens: int = Field(24, ge=4)
+    """support verdict: the reply budget of a side's answer"""
+    support_margin: float = Field(1.0, ge=0.0)
+    """support verdict: the log-odds lead that makes a vote"""
     same_subject_check: bool = False
-    same_subject_threshold: float = -0.5  # measured on ramdocs_rank: BENCHMARKS.md
-    # crossval's last step: "listwise" (the paper: the model orders what is left by relevance)
-    # or "first_stage" (what is left keeps its incoming order; no ranking call), for models
-    # whose listwise ranking is worse than the retriever's (BENCHMARKS.md, ramdocs_rank)
+    """crossval: before a verdict removes anything, ask whether the pair speaks of the same
+    subject (an ambiguous name can mean two entities, each answer valid for one); a pair whose
+    log-odds of "same", averaged over both orders, fall below the threshold is left standing"""
+    same_subject_threshold: float = -0.5
+    """below this log-odds of "same subject" a pair is left standing"""
     final_order: Literal["listwise", "first_stage"] = "listwise"
+    """crossval's last step: "listwise" (the paper: the model orders what is left by relevance)
+    or "first_stage" (what is left keeps its incoming order; no ranking call), for models whose
+    listwise ranking is worse than the retriever's"""
 
     @model_validator(mode="after")
     def _step_within_window(self) -> RerankConfig:
@@ -168,19 +248,27 @@ class AntisycoConfig(_Strict):
     `judge_tokens` is the reply budget of one label/score judgement or reference answer."""
 
     kb: str | None = None
-    kb_k: int = Field(2, ge=1)  # anti-context passages retrieved per claim
-    kb_chunk_tokens: int = Field(256, ge=16)  # chunking of a document folder given as kb
+    """the TRUSTED knowledge base: an index directory, lancedb:URI, or a folder of documents"""
+    kb_k: int = Field(2, ge=1)
+    """anti-context passages retrieved per claim"""
+    kb_chunk_tokens: int = Field(256, ge=16)
+    """chunking of a document folder given as kb"""
     kb_chunk_overlap: int = Field(32, ge=0)
+    """chunk overlap of a document folder given as kb"""
     relevance_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    """FALLBACK when relevance is below this and the draft is UNSUPPORTED"""
     contradiction_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    # how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare) or
-    # "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py
+    """REPAIR when some claim's contradiction score reaches this"""
     contradiction: Literal["qa", "judge"] = "qa"
-    # a short answer is one fact; with 2, the 1.5B default model invented a second, unrelated
-    # claim for 5 of 5 KRE drafts. Raise it for long-form answers.
+    """how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare)
+    or "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py"""
     max_claims: int = Field(1, ge=1)
+    """claims extracted from the draft; a short answer is one fact, raise it for long-form
+    answers"""
     judge_tokens: int = Field(24, ge=8)
-    claim_tokens: int = Field(96, ge=16)  # reply budget of the claim list
+    """reply budget of one label or score judgement, or a reference answer"""
+    claim_tokens: int = Field(96, ge=16)
+    """reply budget of the claim list"""
 
 
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:
@@ -205,6 +293,16 @@ class Config(_Strict):
     csrag: CSRAGConfig = CSRAGConfig()
     antisyco: AntisycoConfig = AntisycoConfig()
     use_cache: bool = True
+    """cache paraphrases, facts and embeddings under FAITHRAG_CACHE (results do not change)"""
+
+    @model_validator(mode="after")
+    def _stages_registered(self) -> Config:
+        """Every stage named in `pipeline` is registered."""
+        from faithrag import registry
+
+        for kind, name in self.pipeline.stages():
+            registry.stage(kind, name)
+        return self
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -219,10 +317,16 @@ class Config(_Strict):
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{p} is not valid TOML: {exc}", "Fix the syntax.") from exc
         set_dotted(data, overrides or {})
+        return cls.validated(data)
+
+    @classmethod
+    def validated(cls, data: dict[str, Any]) -> Config:
+        """`data` validated, with the first problem raised as a ConfigError naming its key."""
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
             raise ConfigError(f"Bad config value for '{where}': {first['msg']}",
-                              "See README.md, section Configuration, for the allowed values.") from exc
+                              "`faithrag config` lists every key with its type and default."
+                              ) from exc

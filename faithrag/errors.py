@@ -49,3 +49,7 @@ class DataError(FaithragError):
 
 class WorkerDiedError(FaithragError):
     """A batch worker (a Ray actor) died or could not start."""
+
+
+class InputError(FaithragError):
+    """A question or passage given to a pipeline is unusable (empty, malformed)."""

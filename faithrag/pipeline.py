@@ -1,21 +1,52 @@
-"""retrieve -> rerank -> generate -> verify. Every stage but generation is optional; methods plug
-in through the protocols in faithrag.methods.base without touching each other."""
+"""retrieve -> rerank -> generate -> verify, and `Pipeline.from_config`, the one way to build it.
+
+Every stage but generation is optional; stages plug in through the protocols in
+faithrag.methods.base and are found by name in faithrag.registry.
+
+Example:
+    from faithrag import Pipeline
+
+    pipeline = Pipeline.from_config(docs="docs/", kb="trusted/", verify="antisyco")
+    result = pipeline.run("Who founded the company?")
+    print(result.answer.text, [p.id for p in result.passages], result.trace.totals())
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from faithrag.errors import ConfigError
+from faithrag import registry
+from faithrag.config import Config, set_dotted
+from faithrag.errors import ConfigError, InputError
+from faithrag.llm.base import LLM
 from faithrag.methods.base import Generator, RemovedPassage, Reranker, Retriever, Verifier
 from faithrag.types import Answer, Passage, Question, Trace
+
+# Keyword settings of `Pipeline.from_config` that name a configuration key directly; any other
+# keyword is `section__key` (e.g. csrag__alpha=-3 sets csrag.alpha).
+SETTING_ALIASES = {
+    "method": "pipeline.method",
+    "rerank": "pipeline.rerank",
+    "verify": "pipeline.verify",
+    "model": "llm.model",
+    "backend": "llm.backend",
+    "base_url": "llm.base_url",
+    "k": "retrieval.k",
+    "mode": "retrieval.mode",
+}
 
 
 @dataclass
 class Result:
+    """What a pipeline run returns. `passages` are exactly the evidence the generator saw, in
+    order; `removed` the passages a re-ranker took out, each with its reason."""
+
     question: Question
     answer: Answer
-    passages: list[Passage]  # the evidence the generator saw, in order
+    passages: list[Passage]
     removed: list[RemovedPassage] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
 
@@ -35,7 +66,28 @@ class Result:
         }
 
 
+def configure(config: Config | str | Path | None = None,
+              overrides: Mapping[str, Any] | None = None, **settings: Any) -> Config:
+    """A validated Config: `config` (a Config, a TOML path, or None for the defaults) with
+    dotted `overrides` ({"csrag.alpha": -3}) and keyword `settings` applied (SETTING_ALIASES,
+    other keywords as `section__key`). Unknown stage names, unknown keys and bad values raise
+    ConfigError here, before anything loads; a given Config is not changed."""
+    overrides = {**(overrides or {}),
+                 **{SETTING_ALIASES.get(key, key.replace("__", ".")): value
+                    for key, value in settings.items()}}
+    if isinstance(config, Config):
+        data = config.model_dump()
+        set_dotted(data, overrides)
+        return Config.validated(data)
+    return Config.load(config, overrides)
+
+
 class Pipeline:
+    """retrieve -> rerank -> generate -> verify over the stages given.
+
+    Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
+    stages built by hand)."""
+
     def __init__(self, generator: Generator, retriever: Retriever | None = None,
                  reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5):
         if k < 1:
@@ -46,13 +98,69 @@ class Pipeline:
         self.verifier = verifier
         self.k = k
 
-    def run(self, question: Question | str, passages: list[Passage] | None = None,
-            trace: Trace | None = None) -> Result:
-        """Answer `question` from `passages` if given, else from the retriever (if any). The
-        steps are recorded on `trace` (a new one by default), so a caller that passes its own
-        keeps the steps that ran when a later one raises."""
-        if isinstance(question, str):
-            question = Question(text=question)
+    @classmethod
+    def from_config(cls, config: Config | str | Path | None = None, *, llm: LLM | None = None,
+                    docs: str | Path | None = None, index: str | Path | None = None,
+                    passages: Sequence[Passage] | None = None,
+                    retriever: Retriever | None = None, kb: str | Path | None = None,
+                    **settings: Any) -> Pipeline:
+        """The pipeline `config` describes.
+
+        - `config`: a Config, a TOML file, or None for the defaults; `settings` override it
+          (`method=`, `rerank=`, `verify=`, `model=`, `backend=`, `base_url=`, `k=`, `mode=`,
+          or any key as `section__key`, e.g. `csrag__alpha=-3`).
+        - Evidence, at most one of: `docs` (a file or folder of .txt/.md/.jsonl, indexed in
+          memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
+          `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
+          With none, questions are answered from the passages given to `run`.
+        - `kb`: the trusted knowledge base of the antisyco verifier (sets antisyco.kb).
+        - `llm`: a loaded model (faithrag.load_llm, or faithrag.FakeLLM in tests); loaded from
+          `config.llm` when not given.
+
+        The configuration is validated and the evidence opened before the model loads, so a
+        wrong name or path fails fast."""
+        if kb is not None:
+            settings["antisyco__kb"] = str(kb)
+        config = configure(config, **settings)
+        for kind, name in config.pipeline.stages():
+            registry.stage(kind, name).check(config)
+        sources = [name for name, value in (("docs", docs), ("index", index),
+                                            ("passages", passages), ("retriever", retriever))
+                   if value is not None]
+        if len(sources) > 1:
+            raise ConfigError(f"Give one source of evidence, not {' and '.join(sources)}.",
+                              "Pass one of docs=, index=, passages= or retriever=.")
+        if llm is None and config.llm.backend == "llamacpp":
+            from faithrag.llm.models import resolve_model
+            resolve_model(config.llm.model)  # a missing model is named before the index loads
+        if retriever is None:
+            retriever = open_retriever(config, docs=docs, index=index, passages=passages)
+        if llm is None:
+            from faithrag.llm import load_llm
+            llm = load_llm(config.llm)
+        return cls.from_parts(config, llm, retriever)
+
+    @classmethod
+    def from_parts(cls, config: Config, llm: LLM, retriever: Retriever | None = None) -> Pipeline:
+        """The stages `config.pipeline` names, around a loaded `llm` and an open `retriever`."""
+        p = config.pipeline
+        stage = registry.stage
+        return cls(
+            generator=stage("generator", p.method).build(llm, config, retriever),
+            retriever=retriever,
+            reranker=stage("reranker", p.rerank).build(llm, config, retriever) if p.rerank else None,
+            verifier=stage("verifier", p.verify).build(llm, config, retriever) if p.verify else None,
+            k=config.retrieval.k,
+        )
+
+    def run(self, question: Question | str, passages: Sequence[Passage] | None = None,
+            trace: Trace | None = None, *, choices: Sequence[str] | None = None) -> Result:
+        """Answer `question` from `passages` if given, else from the retriever (if any).
+
+        `choices` makes it multiple choice (as does a Question with choices). The steps are
+        recorded on `trace` (a new one by default), so a caller that passes its own keeps the
+        steps that ran when a later one raises. An empty question raises InputError."""
+        question = make_question(question, choices)
         trace = Trace() if trace is None else trace
         if passages is None and self.retriever is not None:
             with trace.step("retrieve", type(self.retriever).__name__, query=question.text,
@@ -68,3 +176,43 @@ class Pipeline:
         if self.verifier is not None:
             answer = self.verifier.verify(question, passages, answer, trace)
         return Result(question, answer, passages, removed, trace)
+
+
+def make_question(question: Question | str, choices: Sequence[str] | None = None) -> Question:
+    """`question` as a Question with `choices`, checked: InputError for an empty question,
+    fewer than two options or an empty option, or choices given twice."""
+    if isinstance(question, str):
+        question = Question(text=question.strip(), choices=list(choices) if choices else None)
+    elif choices:
+        raise InputError("Choices were given twice.",
+                         "Pass choices= or a Question with choices, not both.")
+    if not question.text.strip():
+        raise InputError("The question is empty.", "Ask a question with some text.")
+    if question.choices is not None and (len(question.choices) < 2 or not all(
+            isinstance(c, str) and c.strip() for c in question.choices)):
+        raise InputError("Choices must be at least two non-empty options.",
+                         "Pass two or more options (--choices A B), or none for a free answer.")
+    return question
+
+
+def open_retriever(config: Config, *, docs: str | Path | None = None,
+                   index: str | Path | None = None,
+                   passages: Sequence[Passage] | None = None) -> Retriever | None:
+    """An on-disk index or LanceDB store, an in-memory index over a folder of documents or a
+    list of passages, or None when no evidence is given."""
+    from faithrag.retrieval import ChunkSettings, InMemoryRetriever, open_index
+    from faithrag.retrieval.corpus import read_passages
+
+    if index is not None:
+        return open_index(index, use_cache=config.use_cache)
+    if docs is not None:
+        chunking = ChunkSettings(config.retrieval.chunk_tokens, config.retrieval.chunk_overlap)
+        return InMemoryRetriever(read_passages(docs, chunking), mode=config.retrieval.mode,
+                                 source=docs)
+    if passages is not None:
+        return InMemoryRetriever(list(passages), mode=config.retrieval.mode)
+    return None
+
+
+__all__ = ["SETTING_ALIASES", "Pipeline", "Result", "configure", "make_question",
+           "open_retriever"]

@@ -53,3 +53,76 @@ def test_given_passages_skip_retrieval():
 def test_bad_k():
     with pytest.raises(ConfigError):
         Pipeline(VanillaRAG(FakeLLM()), k=0)
+
+
+# Pipeline.from_config: the one factory
+
+
+def write_docs(folder, **texts):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (folder / f"{name}.txt").write_text(text)
+    return folder
+
+
+def test_from_config_indexes_docs_and_retrieves_from_them(tmp_path):
+    docs = write_docs(tmp_path / "docs", tower="The Eiffel Tower was completed in 1889.",
+                      bridge="The Golden Gate Bridge opened in 1937.")
+    llm = FakeLLM(default="1889")
+    result = Pipeline.from_config(docs=docs, llm=llm, k=1).run("When was the Eiffel Tower done?")
+    assert result.answer.text == "1889"
+    assert len(result.passages) == 1 and result.passages[0].id.endswith("tower.txt#0")
+    assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"]
+
+
+def test_from_config_applies_aliases_and_section_keys_without_touching_the_given_config():
+    from faithrag.config import Config
+
+    base = Config()
+    pipeline = Pipeline.from_config(base, llm=FakeLLM(), method="csrag_choices", k=2,
+                                    csrag__alpha=-3.0)
+    assert pipeline.k == 2 and pipeline.generator.config.alpha == -3.0
+    assert pipeline.generator.config.answer_mode == "choices"
+    assert base.csrag.alpha == -1.0 and base.retrieval.k == 5
+
+
+def test_from_config_refuses_before_loading_a_model(monkeypatch, tmp_path):
+    import faithrag.llm
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model must not load")
+    monkeypatch.setattr(faithrag.llm, "load_llm", no_model)
+    with pytest.raises(ConfigError, match="Unknown method 'nonsense'"):
+        Pipeline.from_config(method="nonsense")
+    with pytest.raises(ConfigError, match="Bad config value for 'csrag.alfa'"):
+        Pipeline.from_config(csrag__alfa=1)
+    with pytest.raises(ConfigError, match="retrieval.k"):
+        Pipeline.from_config(k=0)
+    with pytest.raises(ConfigError, match="one source of evidence"):
+        Pipeline.from_config(docs=tmp_path, passages=[])
+    from faithrag.errors import EmptyIndexError
+    with pytest.raises(EmptyIndexError, match="No text found"):
+        Pipeline.from_config(docs=write_docs(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize("question, choices, message", [
+    ("", None, "empty"), ("   ", None, "empty"), ("q?", ["only one"], "at least two"),
+    ("q?", ["a", " "], "at least two"),
+])
+def test_unusable_questions_are_refused(question, choices, message):
+    from faithrag.errors import InputError
+
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="x")))
+    with pytest.raises(InputError, match=message):
+        pipeline.run(question, [Passage("a", "text")], choices=choices)
+
+
+def test_a_missing_model_is_named_before_the_evidence_is_opened(monkeypatch, tmp_path):
+    import faithrag.pipeline
+    from faithrag.errors import ModelNotFoundError
+
+    def no_index(*args, **kwargs):
+        raise AssertionError("the index must not be opened")
+    monkeypatch.setattr(faithrag.pipeline, "open_retriever", no_index)
+    with pytest.raises(ModelNotFoundError, match="neither a preset"):
+        Pipeline.from_config(model=str(tmp_path / "missing.gguf"), index=tmp_path)

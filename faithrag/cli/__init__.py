@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 from faithrag.errors import FaithragError
 
-COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile", "serve")
+COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile", "serve",
+            "config")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _log_warnings_to_stderr()
     try:
         return int(args.run(args) or 0)
     except FaithragError as exc:
@@ -32,6 +35,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("faithrag: interrupted", file=sys.stderr)
         return 130
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time of each record."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _log_warnings_to_stderr() -> None:
+    """The library's logged warnings (a skipped malformed line) as `faithrag: warning: ...`."""
+    logger = logging.getLogger("faithrag")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("faithrag: warning: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        logger.addHandler(handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from faithrag.cli.common import (
-    add_method_options,
-    add_model_options,
-    build_pipeline,
-    config_from_args,
-    llm_from_config,
-    open_retriever,
-)
+from faithrag.cli.common import add_method_options, add_model_options, config_from_args
 from faithrag.explain import render_answer, render_explanation
-from faithrag.types import Question
+from faithrag.pipeline import Pipeline, make_question
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,13 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    question = make_question(args.question, args.choices)
     config = config_from_args(args)
     if args.explain:  # CSRAG: also show the options' probabilities with and without the bias
         config.csrag.probe_choices = True
-    retriever = open_retriever(config, index=args.index, docs=args.docs)
-    llm = llm_from_config(config)
-    pipeline = build_pipeline(config, llm, retriever)
-    result = pipeline.run(Question(args.question, choices=args.choices))
+    pipeline = Pipeline.from_config(config, index=args.index, docs=args.docs)
+    result = pipeline.run(question)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     elif args.explain:

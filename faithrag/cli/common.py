@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from faithrag import registry
 from faithrag.config import Config
-from faithrag.errors import EmptyIndexError
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
-from faithrag.methods import build_generator, build_reranker, build_verifier
-from faithrag.methods.base import Retriever
-from faithrag.pipeline import Pipeline
+from faithrag.retrieval import ChunkSettings
+from faithrag.retrieval.corpus import read_passages
 from faithrag.types import Passage
 
 
@@ -31,9 +29,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def add_method_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("method")
-    g.add_argument("--method", help="answer method (vanilla, closed_book, ...)")
-    g.add_argument("--rerank", help="re-ranking stage")
-    g.add_argument("--verify", help="verification stage")
+    g.add_argument("--method", help=f"answer method: {', '.join(registry.names('generator'))} "
+                   "(default: vanilla)")
+    g.add_argument("--rerank", help=f"re-ranking stage: {', '.join(registry.names('reranker'))}")
+    g.add_argument("--verify", help=f"verification stage: {', '.join(registry.names('verifier'))}")
     g.add_argument("--kb", help="trusted knowledge base for --verify antisyco: an index "
                    "directory, lancedb:URI, or a folder of documents (sets antisyco.kb)")
     g.add_argument("-k", type=int, help="passages to retrieve")
@@ -79,44 +78,12 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return Config.load(getattr(args, "config", None), overrides)
 
 
-def build_pipeline(config: Config, llm: LLM, retriever: Retriever | None) -> Pipeline:
-    p = config.pipeline
-    return Pipeline(
-        generator=build_generator(p.method, llm, config, retriever),
-        retriever=retriever,
-        reranker=build_reranker(p.rerank, llm, config, retriever) if p.rerank else None,
-        verifier=build_verifier(p.verify, llm, config, retriever) if p.verify else None,
-        k=config.retrieval.k,
-    )
-
-
 def llm_from_config(config: Config, copies: int = 1) -> LLM:
     """The configured LLM; `copies` embedded models for that many concurrent items."""
     return load_llm(config.llm, copies)
 
 
 def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) -> list[Passage]:
-    from faithrag.retrieval import chunk_documents, load_documents
-
-    loaded = load_documents(path, skip_malformed=skip_malformed)
-    for warning in loaded.warnings:
-        print(f"faithrag: warning: {warning}", file=sys.stderr)
-    return chunk_documents(loaded.documents, config.retrieval.chunk_tokens,
-                           config.retrieval.chunk_overlap)
-
-
-def open_retriever(config: Config, index: str | None = None,
-                   docs: str | None = None) -> Retriever | None:
-    """An on-disk index or LanceDB store, an in-memory index over a folder of documents, or
-    none."""
-    from faithrag.retrieval import InMemoryRetriever, open_index
-
-    if index:
-        return open_index(index, use_cache=config.use_cache)
-    if docs:
-        passages = passages_from_docs(docs, config)
-        if not passages:
-            raise EmptyIndexError(f"No text found in {docs}.",
-                                  "Point --docs at .txt, .md or .jsonl files with some text.")
-        return InMemoryRetriever(passages, mode=config.retrieval.mode, source=docs)
-    return None
+    return read_passages(path, ChunkSettings(config.retrieval.chunk_tokens,
+                                             config.retrieval.chunk_overlap),
+                         skip_malformed=skip_malformed)

@@ -7,16 +7,12 @@ import argparse
 import sys
 from importlib.resources import files
 
-from faithrag.cli.common import (
-    add_model_options,
-    build_pipeline,
-    config_from_args,
-    llm_from_config,
-    passages_from_docs,
-)
-from faithrag.config import Config, set_dotted, tomllib
+from faithrag.cli.common import add_model_options, config_from_args, passages_from_docs
+from faithrag.config import tomllib
 from faithrag.eval.metrics import containment
 from faithrag.explain import render_explanation
+from faithrag.llm import load_llm
+from faithrag.pipeline import Pipeline, configure
 from faithrag.types import Question
 
 # (label, config overrides). Later methods add their rows here.
@@ -55,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         base.antisyco.kb = str(demo / "trusted")
     passages = passages_from_docs(str(demo / "corpus"), base)
     retriever = InMemoryRetriever(passages, mode=base.retrieval.mode)
-    llm = llm_from_config(base)
+    llm = load_llm(base.llm)
     print(f"faithrag demo: {len(passages)} passages, model {llm.name}\n")
     wanted = set(args.case or range(1, len(cases) + 1))
     score: dict[str, int] = {label: 0 for label, _ in DEMO_RUNS}
@@ -71,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
             snippet = " ".join(p.text.split())
             print(f"  - [{p.source.rsplit('/', 1)[-1]}] {snippet[:110]}…")
         for label, overrides in DEMO_RUNS:
-            config = with_overrides(base, overrides)
-            result = build_pipeline(config, llm, retriever).run(question)
+            config = configure(base, overrides)
+            result = Pipeline.from_config(config, llm=llm, retriever=retriever).run(question)
             ok = containment(result.answer.text, [case["expected"]])
             score[label] += ok
             print(f"  {label:28} {'✓' if ok else '✗'} {result.answer.text}"
@@ -93,14 +89,6 @@ def run(args: argparse.Namespace) -> int:
         _scenarios(llm, base, args.explain)
     sys.stdout.flush()
     return 0
-
-
-def with_overrides(base: Config, overrides: dict[str, str | None]) -> Config:
-    """A validated copy of ``base`` with dotted ``section.key`` values replaced (an unknown key
-    or a bad value raises); ``base`` is untouched."""
-    data = base.model_dump()
-    set_dotted(data, overrides)
-    return Config.model_validate(data)
 
 
 def _scenarios(llm, config, explain: bool) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from faithrag.cli.common import (
     add_method_options,
     add_model_options,
-    build_pipeline,
     config_from_args,
     llm_from_config,
 )
@@ -20,6 +19,7 @@ from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval
 from faithrag.eval.runner import FREE_FORM_METRICS, EvalSpec, run_eval
 from faithrag.llm.base import LLM
+from faithrag.pipeline import Pipeline
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -93,7 +93,7 @@ def run_spec(spec: EvalSpec, config: Config, llm: LLM | None, args: argparse.Nam
                               answer_cache=args.answer_cache)
         return run_rank_eval(spec, config, out, llm, options, workers=workers,
                              progress=progress, dataset=dataset, ray=ray)
-    return run_eval(spec, config, out, llm, build_pipeline, workers=workers, progress=progress,
+    return run_eval(spec, config, out, llm, Pipeline.from_parts, workers=workers, progress=progress,
                     dataset=dataset, ray=ray)
 
 

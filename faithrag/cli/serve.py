@@ -12,12 +12,11 @@ import threading
 from faithrag.cli.common import (
     add_method_options,
     add_model_options,
-    build_pipeline,
     config_from_args,
     llm_from_config,
-    open_retriever,
 )
 from faithrag.errors import ConfigError
+from faithrag.pipeline import Pipeline, open_retriever
 from faithrag.server import AskService, FaithragServer
 from faithrag.server.app import DEFAULT_MAX_BODY_BYTES
 
@@ -59,7 +58,7 @@ def build_server(args: argparse.Namespace) -> FaithragServer:
     config = config_from_args(args)
     retriever = open_retriever(config, index=args.index, docs=args.docs)
     llm = llm_from_config(config)
-    service = AskService(config, llm, retriever, build_pipeline,
+    service = AskService(config, llm, retriever, Pipeline.from_parts,
                          serialize_runs=config.llm.backend not in SERVER_BACKENDS)
     try:
         return FaithragServer(args.host, args.port, service, args.max_body_bytes)

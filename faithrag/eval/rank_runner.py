@@ -58,9 +58,9 @@ from faithrag.eval.runner import (
     run_lock,
 )
 from faithrag.llm.base import LLM
-from faithrag.methods import build_generator, build_reranker
 from faithrag.methods.base import Generator, Reranker, RerankResult
 from faithrag.methods.common import match_choice
+from faithrag.pipeline import Pipeline
 from faithrag.types import Passage, Question, Trace
 
 NO_RERANK = "none"
@@ -180,12 +180,13 @@ def _rank_evaluator(spec: EvalSpec, config: Config, label: str, dataset_name: st
                     options: RankOptions, qa: dict[str, QAItem], llm: LLM
                     ) -> Callable[[RankItem], dict[str, Any]]:
     """evaluate_item with the re-ranker and (when answering) the generator built around `llm`."""
-    reranker = build_reranker(spec.rerank, llm, config) if spec.rerank else None
+    reranker = (Pipeline.from_config(config, llm=llm, rerank=spec.rerank).reranker
+                if spec.rerank else None)
     generator = None
     if options.answer_top is not None:
         answer_llm: LLM = llm if options.answer_cache is None else AnswerCache(
             llm, options.answer_cache, backend_identity(config, model_identity(config)[1]))
-        generator = build_generator(config.pipeline.method, answer_llm, config)
+        generator = Pipeline.from_config(config, llm=answer_llm).generator
     return lambda item: evaluate_item(item, reranker, label, dataset_name, options, generator,
                                       qa.get(item.id))
 

@@ -68,6 +68,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import DataError
 from faithrag.eval.metrics import aggregate, cell_correct, paired_difference, record_correct
@@ -256,6 +257,15 @@ def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def stage_sections(stages: list[tuple[str, str | None]]) -> set[str]:
+    """The configuration sections of the named stages; a name no longer registered (an old
+    run) contributes none."""
+    specs = {(spec.kind, spec.name): spec for kind in registry.KINDS
+             for spec in registry.stages(kind)}
+    return {specs[kind, name].section for kind, name in stages
+            if (kind, name) in specs and specs[kind, name].section}
+
+
 def _distinct_settings(run: Run, peers: list[Run]) -> dict[str, Any]:
     """Configuration values (an ablation's switch, a changed alpha) that differ from the
     defaults and among the runs on the same dataset. The stages are in the name already; speed
@@ -263,12 +273,11 @@ def _distinct_settings(run: Run, peers: list[Run]) -> dict[str, Any]:
     defaults = _flat(Config().model_dump())
     mine = _flat(run.manifest.get("config") or {})
     others = [_flat(p.manifest.get("config") or {}) for p in peers if p is not run]
-    # the sections of the stages this run used ("csrag" for csrag_choices, "rerank" for any
-    # re-ranker): a default changed by newer code in an unused section is no difference
-    sections = {"generation", "retrieval"}
-    sections |= {s for s in ("csrag", "cfrag") if run.method.startswith(s)}
-    sections |= {s for s, used in (("rerank", run.manifest.get("rerank")),
-                                   ("antisyco", run.manifest.get("verify"))) if used}
+    # the sections of the stages this run used ("csrag" for csrag_choices, "rerank" for
+    # crossval): a default changed by newer code in an unused section is no difference
+    sections = {"generation", "retrieval"} | stage_sections(
+        [("generator", run.method), ("reranker", run.manifest.get("rerank")),
+         ("verifier", run.manifest.get("verify"))])
     shown = {}
     for key, value in mine.items():
         if (key.split(".", 1)[0] not in sections or key not in defaults

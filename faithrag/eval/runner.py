@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from faithrag import __version__
+from faithrag import __version__, registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval import metrics as M
@@ -42,10 +42,6 @@ from faithrag.types import Passage, Question, Trace
 
 T = TypeVar("T")
 
-# Methods that answer by picking an option; on a free-form conflict set they get the documented
-# two-way choice (context answer vs parametric answer, faithrag.eval.datasets.two_way_choices).
-CHOICE_METHODS = {"cot_json", "cot_json_scored", "choice_scoring", "csrag", "csrag_choices",
-                  "csrag_json_scored"}
 FREE_FORM_METRICS = ("containment", "smart_em", "em")
 
 
@@ -160,7 +156,7 @@ def prepare(item: QAItem, method: str, seed: int, context_mode: str) -> Prepared
     passages = None if context_mode == "retrieval" else item.passages()
     if item.choices is not None:
         return Prepared(item.as_question(), passages, item.answer_idx, item)
-    if method in CHOICE_METHODS:
+    if method in registry.choice_methods():  # a free-form item becomes a two-way choice
         two_way = two_way_choices(item, seed)
         if two_way is None:
             return None

@@ -14,7 +14,6 @@ from pathlib import Path
 from faithrag.config import Config, tomllib
 from faithrag.eval.metrics import containment
 from faithrag.llm.base import LLM
-from faithrag.methods import build_generator, build_verifier
 from faithrag.pipeline import Pipeline, Result
 from faithrag.retrieval.chunking import chunk_documents
 from faithrag.retrieval.loaders import load_documents
@@ -81,14 +80,10 @@ def run_scenario(scenario: Scenario, llm: LLM, config: Config,
                  kb: str | None = None) -> ScenarioOutcome:
     """Answer the scenario with config's generator and the antisyco verifier (config's
     antisyco settings), trusting `kb` (default: the suite's trusted folder)."""
-    config = config.model_copy(update={"antisyco": config.antisyco.model_copy(
-        update={"kb": kb or str(trusted_kb_dir())})})
     documents = load_documents(scenario.corpus).documents
     retriever = InMemoryRetriever(chunk_documents(documents, config.retrieval.chunk_tokens,
                                                   config.retrieval.chunk_overlap),
                                   mode=config.retrieval.mode)
-    pipeline = Pipeline(build_generator(config.pipeline.method, llm, config, retriever),
-                        retriever=retriever,
-                        verifier=build_verifier("antisyco", llm, config, retriever),
-                        k=config.retrieval.k)
+    pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, verify="antisyco",
+                                    kb=kb or trusted_kb_dir())
     return ScenarioOutcome(scenario, pipeline.run(scenario.question))

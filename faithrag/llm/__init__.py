@@ -5,6 +5,8 @@ from __future__ import annotations
 from faithrag.config import LLMConfig
 from faithrag.llm.base import LLM
 
+DEFAULT_N_CTX = 4096  # the embedded backends' window when llm.n_ctx is not set
+
 
 def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
     """Build the backend named by `config.backend`. `copies` > 1 loads that many copies of an
@@ -16,7 +18,7 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
         threads = config.n_threads or max(1, usable_cores() // max(1, copies))
 
         def one() -> LlamaCppLLM:
-            return LlamaCppLLM(config.model, n_ctx=config.n_ctx, n_threads=threads,
+            return LlamaCppLLM(config.model, n_ctx=config.n_ctx or DEFAULT_N_CTX, n_threads=threads,
                                n_batch=config.n_batch, prefix_cache=config.prefix_cache,
                                lookup_tokens=config.lookup_tokens,
                                lookup_ngram=config.lookup_ngram)
@@ -30,13 +32,13 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
             base_url=config.base_url, model=config.model, api_key=config.api_key,
             tokenizer=config.tokenizer, timeout=config.timeout, max_retries=config.max_retries,
             concurrency=config.concurrency, logit_bias_cap=config.logit_bias_cap,
-            # the server's own window unless the user set one
-            context_window=config.n_ctx if "n_ctx" in config.model_fields_set else None)
+            context_window=config.n_ctx)  # None: the server's own window
     if config.backend == "transformers":
         from faithrag.llm.transformers import TransformersLLM
-        return TransformersLLM(config.model, n_ctx=config.n_ctx, torch_dtype=config.torch_dtype)
+        return TransformersLLM(config.model, n_ctx=config.n_ctx or DEFAULT_N_CTX,
+                              torch_dtype=config.torch_dtype)
     from faithrag.llm.fake import FakeLLM
-    return FakeLLM(context_window=config.n_ctx)
+    return FakeLLM(context_window=config.n_ctx or DEFAULT_N_CTX)
 
 
 __all__ = ["LLM", "load_llm"]

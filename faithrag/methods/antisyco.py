@@ -68,6 +68,7 @@ from faithrag.methods.judgements import (
     parse_score,
 )
 from faithrag.methods.vanilla import ANSWER_STOP, FREE_FORM, MULTIPLE_CHOICE, read_answer
+from faithrag.registry import register
 from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import open_knowledge_base
 from faithrag.retrieval.retriever import Retriever
@@ -172,11 +173,8 @@ class AntiSycophancyVerifier:
                     retriever: Retriever | None = None) -> AntiSycophancyVerifier:
         """The verifier with `config.antisyco`; its knowledge base is `antisyco.kb`, which must
         not be the pipeline's own `retriever`."""
+        require_knowledge_base(config)
         settings = config.antisyco
-        if not settings.kb:
-            raise ConfigError("The antisyco verifier needs a trusted knowledge base.",
-                              "Set antisyco.kb in the config or pass --kb PATH: an index "
-                              "directory or a folder of documents you trust.")
         kb = open_knowledge_base(settings.kb, mode=config.retrieval.mode,
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
@@ -433,3 +431,15 @@ def _source(retriever: Retriever | None) -> Path | None:
         return retriever.directory.resolve()
     source = getattr(retriever, "source", None)
     return Path(source).resolve() if source else None
+
+
+def require_knowledge_base(config: Config) -> None:
+    if not config.antisyco.kb:
+        raise ConfigError("The antisyco verifier needs a trusted knowledge base.",
+                          "Pass --kb PATH (from Python: kb=PATH, or antisyco.kb in a config): "
+                          "an index directory or a folder of documents you trust.")
+
+
+register("verifier", "antisyco", section="antisyco", requires=require_knowledge_base,
+         description="checks the draft against a trusted knowledge base: pass, repair or fall "
+                     "back")(AntiSycophancyVerifier.from_config)

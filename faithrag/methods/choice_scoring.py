@@ -6,6 +6,7 @@ break output formats."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from faithrag.errors import ConfigError
 from faithrag.llm.base import (
@@ -17,7 +18,12 @@ from faithrag.llm.base import (
     score_choices_under,
 )
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, render_choices, render_passages
+from faithrag.registry import register
 from faithrag.types import Answer, Passage, Question, Step, Trace
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
+    from faithrag.retrieval.retriever import Retriever
 
 SYSTEM = "Answer strictly according to the given context. " + DATA_NOT_INSTRUCTIONS
 ANSWER_PREFIX = "Answer: "
@@ -85,3 +91,10 @@ class ChoiceScoring:
             answer = answer_by_scoring(self.llm, question, passages, step)
             step.outputs = {"answer": answer.text, **answer.meta}
             return answer
+
+
+@register("generator", "choice_scoring", choices=True,
+          description="the option with the highest log-probability")
+def build_choice_scoring(llm: LLM, config: Config,
+                         retriever: Retriever | None) -> ChoiceScoring:
+    return ChoiceScoring(llm)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from faithrag.errors import ConfigError
 from faithrag.llm.base import (
@@ -32,7 +33,12 @@ from faithrag.methods.common import (
     render_passages,
 )
 from faithrag.methods.json_answer import parse_json_answer, read_reason
+from faithrag.registry import register
 from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
+    from faithrag.retrieval.retriever import Retriever
 
 SYSTEM = ("You answer multiple-choice questions strictly according to the given context, even "
           "when it disagrees with what you believe. " + DATA_NOT_INSTRUCTIONS)
@@ -152,3 +158,15 @@ class CoTJSON:
             step.outputs = {"answer": answer.text, "reason": answer.reason,
                             "parse_status": answer.parse_status, **answer.meta}
             return answer
+
+
+@register("generator", "cot_json", choices=True,
+          description="the CSRAG paper's reason-then-JSON prompt, no logit control")
+def build_cot_json(llm: LLM, config: Config, retriever: Retriever | None) -> CoTJSON:
+    return CoTJSON(llm, max_tokens=config.generation.max_tokens)
+
+
+@register("generator", "cot_json_scored", choices=True,
+          description="cot_json's reason, then the options scored in its Answer slot")
+def build_cot_json_scored(llm: LLM, config: Config, retriever: Retriever | None) -> CoTJSON:
+    return CoTJSON(llm, config.generation.max_tokens, scored=True)

@@ -80,6 +80,7 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
+from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import (
     sigmoid,
     yes_log_odds,
@@ -439,6 +440,8 @@ class CrossValidatedReranker:
         return STATUS_OK, (false, kept, reason)
 
 
+@register("reranker", "crossval", section="rerank",
+          description="removes the false side of a conflicting pair, then ranks listwise")
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                    ) -> CrossValidatedReranker:
     r = config.rerank

@@ -17,6 +17,7 @@ from faithrag.llm.budget import fit_evidence
 from faithrag.methods.base import RerankResult
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
 from faithrag.methods.rank_parsing import parse_permutation, tally
+from faithrag.registry import register
 from faithrag.types import Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
@@ -172,5 +173,7 @@ def ranker_from_config(llm: LLM, config: Config) -> ListwiseRanker:
     return ListwiseRanker(llm, window=r.window, step=r.step, passage_tokens=r.passage_tokens)
 
 
+@register("reranker", "listwise", section="rerank",
+          description="RankGPT-style listwise ranking, no conflict handling")
 def build_listwise(llm: LLM, config: Config, retriever: Retriever | None) -> ListwiseReranker:
     return ListwiseReranker(ranker_from_config(llm, config))

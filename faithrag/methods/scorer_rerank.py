@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from faithrag.llm.base import LLM
 from faithrag.methods.base import RerankResult
+from faithrag.registry import register
 from faithrag.retrieval.scorers.base import RelevanceScorer
 from faithrag.types import Passage, Question, Trace
 
@@ -33,6 +34,7 @@ class ScorerReranker:
         return RerankResult(ranked)
 
 
+@register("reranker", "bi_encoder", description="embedding cosine between question and passage")
 def build_bi_encoder(llm: LLM, config: Config, retriever: Retriever | None) -> ScorerReranker:
     from faithrag.retrieval.embedder import get_embedder
     from faithrag.retrieval.scorers import BiEncoderScorer
@@ -42,6 +44,7 @@ def build_bi_encoder(llm: LLM, config: Config, retriever: Retriever | None) -> S
     return ScorerReranker(BiEncoderScorer(embedder), "bi_encoder")
 
 
+@register("reranker", "llm_judge", description="the model's yes/no relevance probability")
 def build_llm_judge(llm: LLM, config: Config, retriever: Retriever | None) -> ScorerReranker:
     from faithrag.retrieval.scorers import LLMJudgeScorer
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from faithrag.llm.base import LLM, GenerationRequest, Message, TokenBias
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
@@ -11,7 +13,12 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.registry import register
 from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
+    from faithrag.retrieval.retriever import Retriever
 
 SYSTEM = ("You answer questions from the passages you are given. " + DATA_NOT_INSTRUCTIONS)
 FREE_FORM = "Answer with a short phrase only, no explanation."
@@ -88,3 +95,13 @@ class ClosedBook:
             answer = read_answer(completion.text, question)
             step.outputs = {"answer": answer.text, "parse_status": answer.parse_status}
             return answer
+
+
+@register("generator", "vanilla", description="passages + question, plain prompt")
+def build_vanilla(llm: LLM, config: Config, retriever: Retriever | None) -> VanillaRAG:
+    return VanillaRAG(llm, max_tokens=config.generation.answer_tokens)
+
+
+@register("generator", "closed_book", description="no evidence: what the model memorised")
+def build_closed_book(llm: LLM, config: Config, retriever: Retriever | None) -> ClosedBook:
+    return ClosedBook(llm, max_tokens=config.generation.answer_tokens)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from faithrag.methods import GENERATORS, RERANKERS, VERIFIERS
+from faithrag import registry
 from faithrag.server.errors import RequestError
 from faithrag.types import Passage, Question
 
@@ -102,9 +102,9 @@ def parse_ask_request(body: Any, defaults: PipelineChoice) -> AskRequest:
     if not isinstance(question, str) or not question.strip():
         raise _bad("'question' must be a non-empty string.")
     choice = PipelineChoice(
-        method=_registered("method", body.get("method", defaults.method), GENERATORS),
-        rerank=_optional_stage("rerank", body.get("rerank", defaults.rerank), RERANKERS),
-        verify=_optional_stage("verify", body.get("verify", defaults.verify), VERIFIERS),
+        method=_registered("method", body.get("method", defaults.method), registry.names("generator")),
+        rerank=_optional_stage("rerank", body.get("rerank", defaults.rerank), registry.names("reranker")),
+        verify=_optional_stage("verify", body.get("verify", defaults.verify), registry.names("verifier")),
         k=_k(body.get("k", defaults.k)),
     )
     return AskRequest(Question(question.strip(), choices=_choices(body.get("choices"))),

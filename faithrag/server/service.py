@@ -8,9 +8,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.base import LLM
-from faithrag.methods import GENERATORS, RERANKERS, VERIFIERS
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.server.ask_request import PipelineChoice, parse_ask_request
@@ -62,8 +62,8 @@ class AskService:
     def methods(self) -> dict[str, Any]:
         """The registered stages, for the inspector's selectors, and this server's defaults."""
         return {
-            "methods": sorted(GENERATORS), "rerankers": sorted(RERANKERS),
-            "verifiers": sorted(VERIFIERS),
+            "methods": sorted(registry.names("generator")), "rerankers": sorted(registry.names("reranker")),
+            "verifiers": sorted(registry.names("verifier")),
             "defaults": {"method": self.defaults.method, "rerank": self.defaults.rerank,
                          "verify": self.defaults.verify, "k": self.defaults.k},
             "retrieval": self.retriever is not None,

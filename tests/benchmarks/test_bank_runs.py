@@ -2,16 +2,16 @@ import json
 
 import bank_runs
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.report import load_run
 from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
 
 
 def build(config, llm, retriever):
-    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever)
+    return Pipeline(registry.build("generator", config.pipeline.method, llm, config, retriever), retriever)
 
 
 def write_set(path, n):
@@ -71,13 +71,13 @@ def test_option_texts_keying_probabilities_are_dropped_and_the_order_kept():
 
 
 def test_restored_hostile_run_resumes_in_another_folder(hostile_data, tmp_path):
+    from faithrag import registry
     from faithrag.eval.hostile_runner import run_hostile
     from faithrag.eval.hostile_settings import build_setting
-    from faithrag.methods import build_verifier
 
     def build_verified(config, llm, retriever):
-        return Pipeline(build_generator(config.pipeline.method, llm, config, retriever),
-                        retriever, verifier=build_verifier("antisyco", llm, config, retriever),
+        return Pipeline(registry.build("generator", config.pipeline.method, llm, config, retriever),
+                        retriever, verifier=registry.build("verifier", "antisyco", llm, config, retriever),
                         k=config.retrieval.k)
 
     setting = build_setting("kre_musique", str(hostile_data))

@@ -2,10 +2,10 @@ import json
 
 import csrag_grid
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.methods.csrag import ABLATION_GRID
 from faithrag.pipeline import Pipeline
 
@@ -29,7 +29,7 @@ def test_grid_run_reports_every_cell_against_plain_scoring(tmp_path):
     llm = FakeLLM(responder, choice_prior={"Canberra": 0.0, "Sydney": -1.5}.__getitem__)
     spec = EvalSpec("set", method="csrag_choices", file=str(write_set(tmp_path / "set.jsonl")))
     run_eval(spec, config, tmp_path / "run", llm, lambda cfg, model, retriever: Pipeline(
-        build_generator(spec.method, model, cfg, retriever), retriever), progress=False)
+        registry.build("generator", spec.method, model, cfg, retriever), retriever), progress=False)
 
     outcomes, failed = csrag_grid.cell_outcomes(csrag_grid.load_records(tmp_path / "run"))
     assert failed == 0 and list(outcomes) == [c.label for c in ABLATION_GRID]

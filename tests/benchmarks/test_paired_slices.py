@@ -3,10 +3,10 @@ import json
 import paired_slices
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
 
 
@@ -28,7 +28,7 @@ def test_a_cell_of_a_json_scored_grid_run_is_scored_as_its_own_run(tmp_path):
     llm = FakeLLM(respond, choice_prior={'Canberra"': 0.0, 'Sydney"': -1.5}.__getitem__)
     spec = EvalSpec("set", method="csrag_json_scored", file=str(data))
     run_eval(spec, config, tmp_path / "run", llm, lambda cfg, model, retriever: Pipeline(
-        build_generator(spec.method, model, cfg, retriever), retriever), progress=False)
+        registry.build("generator", spec.method, model, cfg, retriever), retriever), progress=False)
 
     assert paired_slices.scored(str(tmp_path / "run"))[1] == dict.fromkeys(
         ["t::0", "t::1", "t::2"], True)

@@ -3,11 +3,11 @@ import json
 import paraphrase_fidelity
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.pipeline import Pipeline
 
@@ -49,7 +49,7 @@ def test_reads_the_rewrites_a_csrag_run_cached_and_splits_items_by_the_unbiased_
     llm = FakeLLM(respond, choice_prior={'Canberra"': 0.0, 'Sydney"': -1.5}.__getitem__)
     spec = EvalSpec("set", method="csrag_json_scored", file=str(data))
     run_eval(spec, config, tmp_path / "run", llm, lambda cfg, model, retriever: Pipeline(
-        build_generator(spec.method, model, cfg, retriever), retriever), progress=False)
+        registry.build("generator", spec.method, model, cfg, retriever), retriever), progress=False)
 
     cache = JsonCache(tmp_path / "cache" / "csrag" / "paraphrases")
     items = load_dataset(file=data)

@@ -1,13 +1,14 @@
 import pytest
-from pydantic import ValidationError
 
-from faithrag.cli.demo import DEMO_RUNS, with_overrides
+from faithrag.cli.demo import DEMO_RUNS
 from faithrag.config import Config
+from faithrag.errors import ConfigError
+from faithrag.pipeline import configure
 
 
 def test_overrides_reach_every_section_and_leave_the_base_alone():
     base = Config()
-    config = with_overrides(base, {"pipeline.rerank": "crossval", "rerank.verdict": "support"})
+    config = configure(base, {"pipeline.rerank": "crossval", "rerank.verdict": "support"})
     assert (config.pipeline.rerank, config.rerank.verdict) == ("crossval", "support")
     assert (base.pipeline.rerank, base.rerank.verdict) == (Config().pipeline.rerank, "pairwise")
     assert config.rerank.window == base.rerank.window  # untouched keys carried over
@@ -15,7 +16,7 @@ def test_overrides_reach_every_section_and_leave_the_base_alone():
 
 def test_demo_shows_crossval_with_both_verdicts_whatever_the_configured_one():
     configured = Config.load(overrides={"rerank.verdict": "support"})
-    verdicts = [with_overrides(configured, overrides).rerank.verdict
+    verdicts = [configure(configured, overrides).rerank.verdict
                 for _, overrides in DEMO_RUNS if overrides.get("pipeline.rerank") == "crossval"]
     assert sorted(verdicts) == ["pairwise", "support"]
 
@@ -23,5 +24,5 @@ def test_demo_shows_crossval_with_both_verdicts_whatever_the_configured_one():
 @pytest.mark.parametrize("overrides", [{"rerank.verdikt": "support"},
                                        {"rerank.verdict": "majority"}])
 def test_an_unknown_key_or_a_bad_value_is_refused(overrides):
-    with pytest.raises(ValidationError):
-        with_overrides(Config(), overrides)
+    with pytest.raises(ConfigError):
+        configure(Config(), overrides)

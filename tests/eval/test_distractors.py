@@ -2,13 +2,13 @@ import json
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
 from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
 
 ITEMS = [
@@ -58,7 +58,7 @@ def test_lists_are_nested_and_never_hold_the_items_own_passages(tmp_path):
 
 
 def build(config, llm, retriever):
-    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever,
+    return Pipeline(registry.build("generator", config.pipeline.method, llm, config, retriever), retriever,
                     k=config.retrieval.k)
 
 

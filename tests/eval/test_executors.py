@@ -6,7 +6,6 @@ from types import SimpleNamespace
 import pytest
 
 from faithrag.cli import main
-from faithrag.cli.common import build_pipeline
 from faithrag.config import Config, LLMConfig
 from faithrag.errors import (
     ConfigError,
@@ -18,6 +17,7 @@ from faithrag.eval.executors import RayCluster, results_on_ray
 from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
 from faithrag.llm import load_llm
 from faithrag.llm.fake import FakeLLM
+from faithrag.pipeline import Pipeline
 
 CONFIG = Config.load(None, {"llm.backend": "fake"})
 # shipped to the actors by value of its arguments: no test-module function may be in it
@@ -41,13 +41,13 @@ def outcomes(run_dir):
 def test_ray_actors_write_the_records_threads_write_and_resume(ray_cluster, tmp_path):
     data = str(write_set(tmp_path / "set.jsonl"))
     run_eval(EvalSpec("set", file=data), CONFIG, tmp_path / "threads", SCRIPTED(),
-             build_pipeline, workers=2, progress=False)
+             Pipeline.from_parts, workers=2, progress=False)
     cluster = RayCluster(workers=2, load_model=SCRIPTED)
-    run_eval(EvalSpec("set", file=data, limit=3), CONFIG, tmp_path / "ray", None, build_pipeline,
+    run_eval(EvalSpec("set", file=data, limit=3), CONFIG, tmp_path / "ray", None, Pipeline.from_parts,
              progress=False, ray=cluster)
     assert len(outcomes(tmp_path / "ray")) == 3
     summary = run_eval(EvalSpec("set", file=data), CONFIG, tmp_path / "ray", None,
-                       build_pipeline, progress=False, ray=cluster)
+                       Pipeline.from_parts, progress=False, ray=cluster)
     assert summary["n"] == 8 and summary["correct"] == 6
     assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "threads")
     assert len(ResultsFile(tmp_path / "ray/results.jsonl").records) == 8  # nothing run twice
@@ -58,10 +58,10 @@ def test_a_worker_that_cannot_load_its_model_stops_the_run_and_keeps_the_results
         ray_cluster, tmp_path):
     data = str(write_set(tmp_path / "set.jsonl"))
     run_eval(EvalSpec("set", file=data, limit=2), CONFIG, tmp_path / "run", None,
-             build_pipeline, progress=False, ray=RayCluster(load_model=SCRIPTED))
+             Pipeline.from_parts, progress=False, ray=RayCluster(load_model=SCRIPTED))
     broken = RayCluster(load_model=partial(load_llm, LLMConfig(model="/nowhere/model.gguf")))
     with pytest.raises(WorkerDiedError) as error:
-        run_eval(EvalSpec("set", file=data), CONFIG, tmp_path / "run", None, build_pipeline,
+        run_eval(EvalSpec("set", file=data), CONFIG, tmp_path / "run", None, Pipeline.from_parts,
                  progress=False, ray=broken)
     assert "model.gguf" in str(error.value) and "rerun" in error.value.hint
     assert set(outcomes(tmp_path / "run")) == {"t::0", "t::1"}
@@ -116,8 +116,8 @@ def test_a_real_model_on_a_ray_actor_answers_as_in_process(ray_cluster, tiny_ggu
     data = str(write_set(tmp_path / "set.jsonl", n=2))
     config = Config.load(None, {"llm.model": str(tiny_gguf), "llm.n_threads": 1})
     run_eval(EvalSpec("set", file=data), config, tmp_path / "local", load_llm(config.llm),
-             build_pipeline, progress=False)
-    run_eval(EvalSpec("set", file=data), config, tmp_path / "ray", None, build_pipeline,
+             Pipeline.from_parts, progress=False)
+    run_eval(EvalSpec("set", file=data), config, tmp_path / "ray", None, Pipeline.from_parts,
              progress=False, ray=RayCluster(workers=1))
     assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")
     assert all(prediction for prediction, _ in outcomes(tmp_path / "ray").values())

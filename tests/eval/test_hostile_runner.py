@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from faithrag import registry
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError
@@ -10,16 +11,15 @@ from faithrag.eval.hostile_runner import DRAFT_PATH, render_markdown, run_hostil
 from faithrag.eval.hostile_settings import build_setting
 from faithrag.eval.runner import ResultsFile
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator, build_verifier
 from faithrag.pipeline import Pipeline
 
 ANSWER_IS = re.compile(r"the answer is (\w+)")
 
 
 def build(config, llm, retriever):
-    verifier = (build_verifier(config.pipeline.verify, llm, config, retriever)
+    verifier = (registry.build("verifier", config.pipeline.verify, llm, config, retriever)
                 if config.pipeline.verify else None)
-    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever,
+    return Pipeline(registry.build("generator", config.pipeline.method, llm, config, retriever), retriever,
                     verifier=verifier, k=config.retrieval.k)
 
 

@@ -8,18 +8,18 @@ import time
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import Dataset, QAItem
 from faithrag.eval.runner import EvalSpec, QAItemEvaluator, ResultsFile, run_eval
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
 from faithrag.types import Answer
 
 
 def build(config, llm, retriever):
-    return Pipeline(build_generator(config.pipeline.method, llm, config, retriever), retriever)
+    return Pipeline(registry.build("generator", config.pipeline.method, llm, config, retriever), retriever)
 
 
 def write_set(path, n=12):
@@ -346,7 +346,7 @@ def test_an_error_in_a_late_stage_keeps_the_steps_that_ran(tmp_path):
                 raise OSError("trusted index unreadable")
 
     def build(config, llm, retriever):
-        return Pipeline(build_generator("vanilla", llm, config, retriever), retriever,
+        return Pipeline(registry.build("generator", "vanilla", llm, config, retriever), retriever,
                         verifier=BrokenVerifier())
 
     item = QAItem(id="x", source="t", question="Who discovered penicillin?",

@@ -2,12 +2,12 @@ import json
 
 import pytest
 
+from faithrag import registry
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.errors import ConfigError, ModelNotFoundError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator, build_verifier
 from faithrag.methods.antisyco import AntiSycophancyVerifier
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import Index, InMemoryRetriever
@@ -125,7 +125,7 @@ def test_thresholds_come_from_the_config(tmp_path):
         config = Config.load(None, {"antisyco.kb": str(tmp_path), "antisyco.judge_tokens": 64,
                                     "antisyco.contradiction": "judge",
                                     **{f"antisyco.{k}": v for k, v in settings.items()}})
-        stage = build_verifier("antisyco", Scripted(judge), config)
+        stage = registry.build("verifier", "antisyco", Scripted(judge), config)
         return stage.verify(QUESTION, POISON, Answer("Louis Pasteur"), Trace()).meta["decision"]
 
     assert decide() == "REPAIR"
@@ -202,16 +202,16 @@ def test_judge_mode_repairs_on_an_agreeing_contradiction():
 
 def test_factory_needs_a_separate_trusted_knowledge_base(tmp_path):
     with pytest.raises(ConfigError, match="trusted knowledge base"):
-        build_verifier("antisyco", FakeLLM(), Config())
+        registry.build("verifier", "antisyco", FakeLLM(), Config())
     index = Index.build(KB, tmp_path / "idx")
     config = Config.load(None, {"antisyco.kb": str(tmp_path / "idx")})
     with pytest.raises(ConfigError, match="is the index being verified"):
-        build_verifier("antisyco", FakeLLM(), config, index)
+        registry.build("verifier", "antisyco", FakeLLM(), config, index)
     with pytest.raises(ConfigError, match="not found"):
-        build_verifier("antisyco", FakeLLM(), Config.load(None, {"antisyco.kb": "/nonexistent"}))
+        registry.build("verifier", "antisyco", FakeLLM(), Config.load(None, {"antisyco.kb": "/nonexistent"}))
     with pytest.raises(ConfigError, match="is the index being verified"):  # poison unwrapped
-        build_verifier("antisyco", FakeLLM(), config, HostileRetriever(index, {}))
-    stage = build_verifier("antisyco", FakeLLM(), config, InMemoryRetriever(POISON))
+        registry.build("verifier", "antisyco", FakeLLM(), config, HostileRetriever(index, {}))
+    stage = registry.build("verifier", "antisyco", FakeLLM(), config, InMemoryRetriever(POISON))
     assert stage.knowledge_base.retrieve("Fleming", 1)[0].id == "kb1"
 
 
@@ -221,8 +221,8 @@ def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
                                 "pipeline.verify": "antisyco"})
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
     retriever = InMemoryRetriever(POISON)
-    pipeline = Pipeline(build_generator("vanilla", llm, config, retriever), retriever,
-                        verifier=build_verifier("antisyco", llm, config, retriever))
+    pipeline = Pipeline(registry.build("generator", "vanilla", llm, config, retriever), retriever,
+                        verifier=registry.build("verifier", "antisyco", llm, config, retriever))
     result = pipeline.run(QUESTION)
     assert result.answer.text == "Alexander Fleming"
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4

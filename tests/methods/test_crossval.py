@@ -3,11 +3,11 @@ import re
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.explain import render_explanation
 from faithrag.llm.base import ChoiceScores
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator, build_reranker
 from faithrag.methods.crossval import SIDE_SYSTEM, VALIDATE_SYSTEM, CrossValidatedReranker
 from faithrag.methods.listwise import PASSAGES_SYSTEM, ListwiseRanker
 from faithrag.pipeline import Pipeline
@@ -275,8 +275,8 @@ def test_config_registry_pipeline_and_explanation_show_the_removal():
     config = Config.load(None, {"llm.backend": "fake", "pipeline.rerank": "crossval",
                                 "rerank.max_rounds": 1})
     answers = FakeLLM(lambda request: "1887")
-    pipeline = Pipeline(build_generator("vanilla", answers, config),
-                        reranker=build_reranker("crossval", FakeLLM(Script()), config))
+    pipeline = Pipeline(registry.build("generator", "vanilla", answers, config),
+                        reranker=registry.build("reranker", "crossval", FakeLLM(Script()), config))
     result = pipeline.run(QUESTION, bridge_passages())
     assert [p.id for p in result.passages] == ["history", "survey", "walk"]
     assert "1921" not in answers.calls[0].messages[-1].content
@@ -412,19 +412,19 @@ def test_support_verdict_asks_the_subject_only_when_the_answers_differ():
 
 def test_same_subject_check_is_off_by_default_and_set_by_config():
     script = Script()
-    default = build_reranker("crossval", SupportJudge(script),
+    default = registry.build("reranker", "crossval", SupportJudge(script),
                              Config.load(None, {"llm.backend": "fake"}))
     assert default.same_subject_check is False
     config = Config.load(None, {"llm.backend": "fake", "rerank.same_subject_check": True,
                                 "rerank.same_subject_threshold": -0.5})
-    reranker = build_reranker("crossval", SupportJudge(script), config)
+    reranker = registry.build("reranker", "crossval", SupportJudge(script), config)
     assert reranker.same_subject_check is True and reranker.same_subject_threshold == -0.5
 
 
 def test_support_verdict_is_chosen_by_config_and_checked():
     config = Config.load(None, {"llm.backend": "fake", "rerank.verdict": "support"})
     script = Script()
-    reranker = build_reranker("crossval", SupportJudge(script), config)
+    reranker = registry.build("reranker", "crossval", SupportJudge(script), config)
     assert reranker.verdict == "support"
     with pytest.raises(ValueError, match="verdict"):
         CrossValidatedReranker(FakeLLM(), ListwiseRanker(FakeLLM()), verdict="vote")
@@ -531,4 +531,4 @@ def test_the_listwise_final_order_is_the_default_and_others_are_refused():
     with pytest.raises(ValueError, match="final_order"):
         crossval(script, final_order="bm25")
     config = Config.load(None, {"llm.backend": "fake", "rerank.final_order": "first_stage"})
-    assert build_reranker("crossval", FakeLLM(script), config).final_order == "first_stage"
+    assert registry.build("reranker", "crossval", FakeLLM(script), config).final_order == "first_stage"

@@ -1,6 +1,6 @@
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_reranker
 from faithrag.methods.scorer_rerank import ScorerReranker
 from faithrag.types import Passage, Question, Trace
 
@@ -28,7 +28,7 @@ def test_sorted_by_score_ties_in_incoming_order_scores_set():
 def test_llm_judge_from_the_registry_scores_each_passage_with_one_call():
     llm = FakeLLM(choice_prior=lambda choice: 1.0 if choice == "Yes" else 0.0)
     config = Config.load(None, {"llm.backend": "fake"})
-    reranker = build_reranker("llm_judge", llm, config)
+    reranker = registry.build("reranker", "llm_judge", llm, config)
     trace = Trace()
     result = reranker.rerank(Question("q?"), [Passage("a", "x"), Passage("b", "y")], trace)
     assert reranker.name == "llm_judge" and len(llm.calls) == 2
@@ -39,7 +39,7 @@ def test_llm_judge_from_the_registry_scores_each_passage_with_one_call():
 
 def test_bi_encoder_from_the_registry_puts_the_relevant_passage_first():
     config = Config.load(None, {"llm.backend": "fake", "use_cache": False, "llm.n_threads": 1})
-    reranker = build_reranker("bi_encoder", FakeLLM(), config)
+    reranker = registry.build("reranker", "bi_encoder", FakeLLM(), config)
     passages = [Passage("cake", "Mix flour, sugar and eggs, then bake the cake for an hour."),
                 Passage("bridge", "The Aldermoor Bridge over the river Wend opened in 1887.")]
     result = reranker.rerank(Question("When did the Aldermoor Bridge open?"), passages, Trace())

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from faithrag.cli.common import build_pipeline
 from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
+from faithrag.pipeline import Pipeline
 from faithrag.server import AskService, FaithragServer
 from faithrag.server.app import DEFAULT_MAX_BODY_BYTES
 
@@ -60,7 +60,7 @@ def start_server():
 
     def start(llm: Any = None, config: Config | None = None, retriever: Any = None,
               serialize_runs: bool = True, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-              build: Any = build_pipeline) -> Client:
+              build: Any = Pipeline.from_parts) -> Client:
         config = config or Config.load(overrides={"llm.backend": "fake"})
         service = AskService(config, llm or FakeLLM(default="Canberra"), retriever, build,
                              serialize_runs)

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import (
     InputTooLargeError,
@@ -18,7 +19,6 @@ from faithrag.errors import (
     ServerUnreachableError,
 )
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import GENERATORS, RERANKERS, VERIFIERS
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.types import Answer, Passage
@@ -41,9 +41,9 @@ def test_health_names_the_model_and_the_default_method(start_server):
 def test_methods_lists_the_registered_stages_and_the_defaults(start_server):
     config = Config.load(overrides={"llm.backend": "fake", "retrieval.k": 3})
     body = start_server(config=config).get("/v1/methods").json()
-    assert body["methods"] == sorted(GENERATORS) and "csrag" in body["methods"]
-    assert body["rerankers"] == sorted(RERANKERS) and "crossval" in body["rerankers"]
-    assert body["verifiers"] == sorted(VERIFIERS) == ["antisyco"]
+    assert body["methods"] == registry.names("generator") and "csrag" in body["methods"]
+    assert body["rerankers"] == registry.names("reranker") and "crossval" in body["rerankers"]
+    assert body["verifiers"] == registry.names("verifier") == ["antisyco"]
     assert body["defaults"] == {"method": "vanilla", "rerank": None, "verify": None, "k": 3}
     assert body["retrieval"] is False
 

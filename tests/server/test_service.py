@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from faithrag.cli.common import build_pipeline
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
+from faithrag.pipeline import Pipeline
 from faithrag.server import AskService
 from faithrag.server.ask_request import PipelineChoice
 from faithrag.server.errors import RequestError
@@ -19,7 +19,7 @@ def counting_builder(built: list[tuple[str, str | None, int]], llms: list | None
         built.append((config.pipeline.method, config.pipeline.rerank, config.retrieval.k))
         if llms is not None:
             llms.append(llm)
-        return build_pipeline(config, llm, retriever)
+        return Pipeline.from_parts(config, llm, retriever)
     return build
 
 

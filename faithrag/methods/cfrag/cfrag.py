@@ -77,6 +77,7 @@ from faithrag.methods.cfrag.sampling import stratified_subsets
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.common import generate, match_choice
 from faithrag.methods.vanilla import read_answer
+from faithrag.registry import register
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.retrieval.scorers import BiEncoderScorer, LLMJudgeScorer, RelevanceScorer
@@ -415,6 +416,8 @@ def question_seed(seed: int, question: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+@register("generator", "cfrag", section="cfrag",
+          description="counterfactual queries, evidence subsets, arbitration of drafts")
 def build_cfrag(llm: LLM, config: Config, retriever: Retriever | None) -> CFRAG:
     embedder_config = (config.retrieval.embedder, config.use_cache, config.llm.n_threads)
 

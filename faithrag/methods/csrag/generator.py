@@ -13,9 +13,9 @@ prompt for free-form questions.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from faithrag.config import CSRAGConfig
+from faithrag.config import Config, CSRAGConfig, cache_dir
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.choice_scoring import answer_by_scoring
@@ -25,7 +25,11 @@ from faithrag.methods.csrag.facts import extract_facts
 from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
 from faithrag.methods.vanilla import answer_plain
+from faithrag.registry import register
 from faithrag.types import Answer, Passage, Question, Step, Trace
+
+if TYPE_CHECKING:
+    from faithrag.retrieval.retriever import Retriever
 
 
 class AblationCell(NamedTuple):
@@ -160,3 +164,34 @@ class CSRAG:
         with_bias = scored.meta["variants"]["with_bias"]["probabilities"]
         return {"without_bias": scored.meta["choice_probabilities"],
                 "with_bias": dict(zip(question.choices or (), with_bias))}
+
+
+def build_csrag(llm: LLM, config: Config, answer_mode: str | None = None) -> CSRAG:
+    """CSRAG with `config.csrag` (its answer mode replaced by `answer_mode` if given); facts and
+    paraphrases are cached under the cache directory unless `use_cache` is off."""
+    settings = config.csrag
+    if answer_mode:
+        settings = settings.model_copy(update={"answer_mode": answer_mode})
+    root = cache_dir() / "csrag" if config.use_cache else None
+    return CSRAG(llm, settings, config.generation.max_tokens, config.generation.answer_tokens,
+                 Paraphraser(llm, settings.paraphrase_tokens,
+                             JsonCache(root / "paraphrases") if root else None),
+                 facts_cache=JsonCache(root / "facts") if root and settings.cache_facts else None)
+
+
+@register("generator", "csrag", section="csrag", choices=True,
+          description="decoding biased against memorised facts; the paper's JSON answer")
+def build_csrag_json(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
+    return build_csrag(llm, config)
+
+
+@register("generator", "csrag_choices", section="csrag", choices=True,
+          description="CSRAG's bias applied while scoring the options")
+def build_csrag_choices(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
+    return build_csrag(llm, config, "choices")
+
+
+@register("generator", "csrag_json_scored", section="csrag", choices=True,
+          description="the JSON reason unbiased, then the options scored with the bias")
+def build_csrag_json_scored(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
+    return build_csrag(llm, config, "json_scored")

@@ -1,10 +1,10 @@
 import pytest
 from cfrag_doubles import PASSAGES, QUESTION, KeywordEmbedder, draft_by_evidence
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods import build_generator
 from faithrag.methods.cfrag import CFRAG
 from faithrag.methods.cfrag.cfrag import Hypothesis
 from faithrag.methods.cfrag.parsing import ParsedHypothesis
@@ -224,7 +224,7 @@ def test_a_given_retriever_serves_the_counterfactuals_and_the_pipeline_passages_
 
 def test_factory_builds_cfrag_from_the_config():
     config = Config.load(None, {"cfrag.m_subsets": 5, "retrieval.k": 7})
-    generator = build_generator("cfrag", FakeLLM(), config, None)
+    generator = registry.build("generator", "cfrag", FakeLLM(), config, None)
     assert isinstance(generator, CFRAG) and generator.settings.m_subsets == 5
     assert generator.k == 7 and generator.name == "cfrag"
     with pytest.raises(ConfigError):

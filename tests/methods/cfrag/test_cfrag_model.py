@@ -1,8 +1,8 @@
 import pytest
 from cfrag_doubles import PASSAGES, QUESTION
 
+from faithrag import registry
 from faithrag.config import Config
-from faithrag.methods import build_generator
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.types import PARSE_OK
@@ -20,7 +20,7 @@ def test_tiny_model_end_to_end(tiny_gguf):
     llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
     try:
         retriever = InMemoryRetriever(PASSAGES)
-        pipeline = Pipeline(build_generator("cfrag", llm, config, retriever), retriever, k=3)
+        pipeline = Pipeline(registry.build("generator", "cfrag", llm, config, retriever), retriever, k=3)
         result = pipeline.run(QUESTION)
     finally:
         llm.close()

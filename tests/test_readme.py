@@ -1,0 +1,59 @@
+"""The README's Python quickstart, run exactly as written."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import faithrag.llm
+import faithrag.llm.models
+from faithrag.llm.fake import FakeLLM
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+MARKER = "<!-- quickstart: tests/test_readme.py runs this block as written -->"
+
+
+def quickstart() -> str:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(re.escape(MARKER) + r"\s*```python\n(.*?)```", text, re.S)
+    assert block, "README lost its quickstart block"
+    return block.group(1)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tower.txt").write_text(
+        "The Eiffel Tower in Paris was completed in 1889 for the World's Fair.")
+    (tmp_path / "docs" / "blog.txt").write_text(
+        "A travel blog claims the Eiffel Tower was completed in 1925.")
+    (tmp_path / "docs" / "bridge.txt").write_text("The Golden Gate Bridge opened in 1937.")
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "trusted" / "facts.txt").write_text(
+        "The Eiffel Tower was completed in March 1889.")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FAITHRAG_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_the_quickstart_runs_as_written(workdir, monkeypatch, capsys):
+    monkeypatch.setattr(faithrag.llm.models, "resolve_model", lambda model: None)
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: FakeLLM(default="1889"))
+    exec(compile(quickstart(), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.startswith("1889 ")
+    assert "tower.txt#0" in out and "'stages'" in out
+    assert (workdir / "idx").is_dir()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_quickstart_runs_on_the_tiny_model(workdir, monkeypatch, capsys, tiny_gguf):
+    real = faithrag.llm.load_llm
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: real(
+        config.model_copy(update={"model": str(tiny_gguf), "n_threads": 1})))
+    exec(compile(quickstart(), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "saw " in out and "'stages'" in out
+    stages = [line for line in out.splitlines() if line.startswith("{")]
+    assert stages and "crossval" in stages[0] and "antisyco" in stages[0]

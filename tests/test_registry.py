@@ -1,0 +1,85 @@
+import pytest
+
+from faithrag import registry
+from faithrag.config import Config
+from faithrag.errors import ConfigError
+from faithrag.llm.fake import FakeLLM
+from faithrag.pipeline import Pipeline
+from faithrag.types import Answer, Passage
+
+
+class Echo:
+    """A throwaway generator: answers with the first passage's text."""
+
+    name = "echo"
+
+    def generate(self, question, passages, trace):
+        with trace.step("generate", self.name):
+            return Answer(passages[0].text if passages else "")
+
+
+@pytest.fixture
+def echo():
+    registry.register("generator", "echo", description="first passage")(
+        lambda llm, config, retriever: Echo())
+    yield
+    registry.unregister("generator", "echo")
+
+
+def test_every_built_in_stage_is_registered_once_with_its_section():
+    assert {"vanilla", "closed_book", "cot_json", "choice_scoring", "csrag", "csrag_choices",
+            "csrag_json_scored", "cfrag"} <= set(registry.names("generator"))
+    assert registry.names("reranker") == ["bi_encoder", "crossval", "listwise", "llm_judge"]
+    assert registry.names("verifier") == ["antisyco"]
+    assert registry.stage("generator", "csrag_choices").section == "csrag"
+    assert registry.stage("reranker", "crossval").section == "rerank"
+    assert registry.stage("generator", "vanilla").section is None
+
+
+def test_choice_methods_come_from_the_registry():
+    assert registry.choice_methods() == {"cot_json", "cot_json_scored", "choice_scoring",
+                                         "csrag", "csrag_choices", "csrag_json_scored"}
+
+
+@pytest.mark.parametrize("key, name, flag", [("pipeline.method", "nonsense", "--method"),
+                                             ("pipeline.rerank", "crossvall", "--rerank"),
+                                             ("pipeline.verify", "nope", "--verify")])
+def test_an_unknown_stage_is_refused_when_the_config_is_validated(key, name, flag):
+    with pytest.raises(ConfigError, match=f"Unknown .* '{name}'") as err:
+        Config.load(None, {key: name})
+    assert flag in err.value.hint and key in err.value.hint
+
+
+def test_a_stage_refuses_a_config_that_lacks_what_it_needs(monkeypatch):
+    import faithrag.llm
+
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: pytest.fail("model loaded"))
+    with pytest.raises(ConfigError, match="knowledge base") as err:
+        Pipeline.from_config(verify="antisyco", backend="fake")
+    assert "--kb" in err.value.hint and "kb=" in err.value.hint
+
+
+def test_a_new_method_is_one_registration(echo, tmp_path):
+    assert "echo" in registry.names("generator")
+    assert Config.load(None, {"pipeline.method": "echo"}).pipeline.method == "echo"
+    pipeline = Pipeline.from_config(method="echo", llm=FakeLLM(),
+                                    passages=[Passage("a", "Paris is in France.")])
+    assert pipeline.run("Where is Paris?").answer.text == "Paris is in France."
+
+
+def test_a_new_method_reaches_the_cli(echo, tmp_path, capsys):
+    from faithrag.cli import main
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("Paris is in France.")
+    assert main(["ask", "Where is Paris?", "--docs", str(tmp_path / "d"), "--method", "echo",
+                 "--set", "llm.backend=fake"]) == 0
+    assert "Paris is in France." in capsys.readouterr().out
+
+
+def test_registering_a_name_twice_or_an_unknown_section_is_an_error(echo):
+    with pytest.raises(ValueError, match="twice"):
+        registry.register("generator", "echo")(lambda llm, config, retriever: Echo())
+    with pytest.raises(ValueError, match="no configuration section"):
+        registry.register("generator", "echo2", section="nowhere")(
+            lambda llm, config, retriever: Echo())
