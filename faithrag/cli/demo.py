@@ -7,6 +7,7 @@ import argparse
 import sys
 from importlib.resources import files
 
+from faithrag.answers import containment
 from faithrag.cli.common import (
     add_model_options,
     build_pipeline,
@@ -15,7 +16,6 @@ from faithrag.cli.common import (
     passages_from_docs,
 )
 from faithrag.config import Config, set_dotted, tomllib
-from faithrag.eval.metrics import containment
 from faithrag.explain import render_explanation
 from faithrag.types import Question
 
