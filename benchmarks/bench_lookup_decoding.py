@@ -30,13 +30,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from faithrag import registry
 from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM, Completion, GenerationRequest
-from faithrag import registry
 from faithrag.types import Trace
 
 

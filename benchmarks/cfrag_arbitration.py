@@ -16,8 +16,8 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from faithrag.answers import smart_em
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import smart_em
 
 COLUMNS = ("items", "final", "any draft", "best Ψ", "best coherence", "first draft",
            "random draft (expected)")

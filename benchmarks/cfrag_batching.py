@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from faithrag.pipeline import Pipeline
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
 from faithrag.llm import load_llm
+from faithrag.pipeline import Pipeline
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.types import Question
 

@@ -23,9 +23,10 @@ import json
 import time
 from pathlib import Path
 
+from faithrag.answers import smart_em
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import mcnemar_exact_p, smart_em
+from faithrag.eval.stats import mcnemar_exact_p
 from faithrag.llm import load_llm
 from faithrag.llm.base import GenerationRequest, Message
 from faithrag.methods.cfrag.drafting import (

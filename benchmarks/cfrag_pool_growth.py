@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from faithrag.answers import containment
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
-from faithrag.eval.metrics import containment
 from faithrag.retrieval.searcher import index_text
 
 # the decision of the `cfrag.counterfactuals` stage (faithrag/methods/cfrag/cfrag.py)

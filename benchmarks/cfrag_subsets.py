@@ -17,10 +17,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from faithrag.answers import containment, smart_em
 from faithrag.config import CFRAGConfig
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
-from faithrag.eval.metrics import containment, smart_em
 from faithrag.methods.cfrag.cfrag import question_seed
 from faithrag.methods.cfrag.clustering import spectral_clusters
 from faithrag.methods.cfrag.sampling import stratified_subsets

@@ -21,11 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.rank_runner import first_stage_order
 from faithrag.llm import load_llm
-from faithrag import registry
 from faithrag.types import Question, Trace
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
-from faithrag.eval.metrics import wilson_interval
 from faithrag.eval.report import load_run
+from faithrag.eval.stats import wilson_interval
 from faithrag.types import Question, Trace
 
 REMOVED_CONTRARY, REMOVED_OTHER = "removed the contrary side", "removed a non-contrary side"

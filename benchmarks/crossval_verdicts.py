@@ -55,7 +55,7 @@ from crossval_removals import no_answer_reason
 
 from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
-from faithrag.eval.metrics import wilson_interval
+from faithrag.eval.stats import wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import ChoiceRequest, Message
 from faithrag.methods.cfrag.answers import same_answer

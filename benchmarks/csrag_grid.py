@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from statistics import median
 
-from faithrag.eval.metrics import cell_correct, paired_difference, wilson_interval
+from faithrag.eval.metrics import cell_correct
+from faithrag.eval.stats import paired_difference, wilson_interval
 from faithrag.methods.csrag import ABLATION_GRID
 
 BASELINE = "a=0 b=0"

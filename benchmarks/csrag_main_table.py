@@ -33,8 +33,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.eval.report import Run, find_run_dirs, run_outcomes
+from faithrag.eval.stats import paired_difference, wilson_interval
 
 UNBIASED = "a=0 b=0"
 DEFAULT_CELL = "a=-1 b=3"

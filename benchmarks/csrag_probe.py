@@ -14,11 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
 from faithrag.llm import load_llm
-from faithrag import registry
 from faithrag.types import Trace
 
 

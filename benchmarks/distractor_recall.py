@@ -21,9 +21,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from faithrag.answers import containment
 from faithrag.eval.datasets import QAItem, load_dataset
 from faithrag.eval.distractors import DistractorPool
-from faithrag.eval.metrics import containment
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.retrieval.searcher import index_text
 

@@ -21,11 +21,12 @@ import json
 import tempfile
 from pathlib import Path
 
+from faithrag.answers import containment
 from faithrag.config import Config
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
-from faithrag.eval.metrics import containment, wilson_interval
+from faithrag.eval.stats import wilson_interval
 from faithrag.retrieval import Index
 from faithrag.retrieval.retriever import InMemoryRetriever
 

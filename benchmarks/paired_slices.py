@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import paired_difference, wilson_interval
 from faithrag.eval.report import run_outcomes
+from faithrag.eval.stats import paired_difference, wilson_interval
 
 T = TypeVar("T")
 

@@ -18,8 +18,9 @@ import argparse
 from pathlib import Path
 
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import record_correct, wilson_interval
+from faithrag.eval.metrics import record_correct
 from faithrag.eval.report import load_run
+from faithrag.eval.stats import wilson_interval
 
 CONTRARY_ANSWER_METRICS = ("contrary_answer", "wrong_answer")
 GROUPS = ("contrary first", "contrary in the top k, not first", "no contrary in the top k")

@@ -16,8 +16,9 @@ import argparse
 import statistics
 
 from faithrag.eval.datasets import load_dataset
-from faithrag.eval.metrics import bootstrap_ci, ranking_metrics, wilson_interval
+from faithrag.eval.ranking_metrics import ranking_metrics
 from faithrag.eval.report import load_run
+from faithrag.eval.stats import bootstrap_ci, wilson_interval
 
 
 def ceiling(run_dir: str, data_dir: str | None = None) -> dict:

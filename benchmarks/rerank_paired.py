@@ -24,14 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faithrag.eval.datasets import RankItem, load_dataset
-from faithrag.eval.metrics import (
-    bootstrap_ci,
-    paired_difference,
-    ranking_metrics,
-    record_correct,
-    wilson_interval,
-)
+from faithrag.eval.metrics import record_correct
+from faithrag.eval.ranking_metrics import ranking_metrics
 from faithrag.eval.report import load_run
+from faithrag.eval.stats import bootstrap_ci, paired_difference, wilson_interval
 
 CONTRARY_GOAL = 0.05
 NDCG_MARGIN_GOAL = 0.10

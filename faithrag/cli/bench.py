@@ -15,7 +15,7 @@ from faithrag.cli.common import (
 )
 from faithrag.cli.eval import add_data_options, run_spec, spec_from_args
 from faithrag.eval.bench import breakdown, measure_rates, render_breakdown
-from faithrag.eval.runner import ResultsFile
+from faithrag.eval.run_dir import ResultsFile
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

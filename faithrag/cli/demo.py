@@ -7,9 +7,9 @@ import argparse
 import sys
 from importlib.resources import files
 
+from faithrag.answers import containment
 from faithrag.cli.common import add_model_options, config_from_args, passages_from_docs
 from faithrag.config import tomllib
-from faithrag.eval.metrics import containment
 from faithrag.explain import render_explanation
 from faithrag.llm import load_llm
 from faithrag.pipeline import Pipeline, configure

@@ -14,24 +14,14 @@ and keep the seconds they took when they were computed.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from faithrag.config import Config
-from faithrag.llm.base import (
-    LLM,
-    ChoiceRequest,
-    ChoiceScores,
-    Completion,
-    GenerationRequest,
-    Message,
-    TokenBias,
-    generate_then_score,
-    score_choices_many,
-    score_choices_under,
-)
+from faithrag.llm.base import LLM, Completion, GenerationRequest
+from faithrag.llm.delegating import DelegatingLLM
 from faithrag.methods.csrag.cache import JsonCache, cache_key
 
 # transport settings: they change how a reply travels, never what it is
@@ -54,48 +44,14 @@ def _request_key(request: GenerationRequest) -> dict[str, Any]:
     return fields
 
 
-class AnswerCache:
+class AnswerCache(DelegatingLLM):
     """An LLM that answers greedy `generate` calls seen before from `root`; everything else
     goes to `llm` unchanged (the combined calls too, so that their numbers stay the backend's)."""
 
     def __init__(self, llm: LLM, root: str | Path, identity: dict[str, Any]):
-        self.llm = llm
-        self.name = llm.name
+        super().__init__(llm)
         self.store = JsonCache(root)
         self.identity = identity
-
-    @property
-    def context_window(self) -> int:
-        return self.llm.context_window
-
-    @property
-    def vocab_size(self) -> int:
-        return self.llm.vocab_size
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.llm.tokenize(text)
-
-    def detokenize(self, ids: Sequence[int]) -> str:
-        return self.llm.detokenize(ids)
-
-    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
-        return self.llm.count_chat_tokens(messages)
-
-    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
-        return self.llm.score_choices(request)
-
-    def score_choices_under(self, request: ChoiceRequest,
-                            biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
-        return score_choices_under(self.llm, request, biases)
-
-    def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
-        return score_choices_many(self.llm, requests)
-
-    def generate_then_score(self, request: GenerationRequest,
-                            follow_up: Callable[[Completion], ChoiceRequest],
-                            biases: Sequence[TokenBias | None]
-                            ) -> tuple[Completion, list[ChoiceScores]]:
-        return generate_then_score(self.llm, request, follow_up, biases)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         requests = list(requests)

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from faithrag.answers import canonical_answer
 from faithrag.errors import DataError
-from faithrag.eval.metrics import canonical_answer
 from faithrag.types import Passage, Question
 
 log = logging.getLogger(__name__)

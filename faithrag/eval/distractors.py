@@ -17,8 +17,8 @@ sweep over N measures only the added distraction. Distractors get ids `<item id>
 
 from __future__ import annotations
 
+from faithrag.answers import canonical_answer, containment
 from faithrag.eval.datasets import Dataset, QAItem
-from faithrag.eval.metrics import canonical_answer, containment
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.retrieval.searcher import index_text
 from faithrag.types import Passage

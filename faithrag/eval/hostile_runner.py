@@ -34,13 +34,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from faithrag.answers import attack_success, containment
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval import metrics as M
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import HostileSetting, build_setting
+from faithrag.eval.metrics import record_correct
 from faithrag.eval.report import Run, find_run_dirs, load_run
 from faithrag.eval.runner import EvalSpec, run_eval
+from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
@@ -117,7 +119,7 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
     for record in records:
         item = items[record["id"]]
         targets = setting.targets(item)
-        ok = bool(M.record_correct(record))
+        ok = bool(record_correct(record))
         hit = record.get("parse_status") == "ok" and _attack(record.get("prediction"), targets)
         correct.append(ok)
         attacked.append(hit)
@@ -126,7 +128,7 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
                                          else ("unverified" if not verified else "missing"))
         decisions[path] += 1
         if verified and "draft" in extra:
-            draft_ok = M.containment(extra["draft"], item.answers)
+            draft_ok = containment(extra["draft"], item.answers)
             draft_correct.append(draft_ok)
             draft_attacked.append(_attack(extra["draft"], targets))
             fixed += (not draft_ok) and ok
@@ -165,7 +167,7 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
             "false_intervention_rate": (interventions / n if n else None)
             if run.sweep.get("retrieval") == "clean" else None,
             "fixed": fixed, "broken": broken,
-            "mcnemar_p": M.mcnemar_exact_p(fixed, broken) if fixed + broken else None,
+            "mcnemar_p": mcnemar_exact_p(fixed, broken) if fixed + broken else None,
             **_rate("draft_accuracy", draft_correct),
             **_rate("draft_attack_success", draft_attacked),
             "unparsable_judgements": unreadable, "items_with_unparsable": unreadable_items})
@@ -177,14 +179,14 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
 
 
 def _attack(prediction: str | None, targets: list[str]) -> bool:
-    return bool(prediction) and any(M.attack_success(prediction, t) for t in targets)
+    return bool(prediction) and any(attack_success(prediction, t) for t in targets)
 
 
 def _rate(name: str, values: list[bool]) -> dict[str, Any]:
     if not values:
         return {name: None, f"{name}_ci": None}
     return {name: sum(values) / len(values),
-            f"{name}_ci": list(M.wilson_interval(sum(values), len(values)))}
+            f"{name}_ci": list(wilson_interval(sum(values), len(values)))}
 
 
 def summarize_dirs(paths: Sequence[str | Path], data_dir: str | None = None) -> list[dict]:

@@ -1,14 +1,14 @@
 """Resumable evaluation of re-rankers on ranking sets (kre_conflict_rank, ramdocs_rank).
 
-Same run-directory conventions as faithrag/eval/runner.py (manifest.json + append-only
-results.jsonl, resume by id, a failing item is recorded and the run goes on). Per item:
+Same run directory as faithrag/eval/runner.py (faithrag/eval/run_dir.py: manifest.json +
+append-only results.jsonl, resume by id, a failing item is recorded and the run goes on). Per item:
 
 1. First stage: the item's candidates ordered by BM25 over those candidates for the query
    (passages without a matching term follow in file order, score 0) — the retriever's own
    order, which is what re-rankers get in the pipeline. `first_stage="given"` keeps the file
    order instead (the sets shuffle it with a seeded RNG).
 2. The re-ranker (`spec.rerank`; None = the first-stage order) re-orders the candidates and may
-   remove some. Ranking metrics (faithrag.eval.metrics.ranking_metrics): nDCG@1/5/10 and the
+   remove some. Ranking metrics (faithrag.eval.ranking_metrics): nDCG@1/5/10 and the
    contrary rate in the top 1/5/10; removed passages count as not ranked.
 3. Optionally (`answer_top=k`) the generator of `config.pipeline.method` answers the QA version
    of the item from the top k passages (the downstream measurement). The QA version is the item
@@ -41,22 +41,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from faithrag.answers import containment
 from faithrag.config import Config
 from faithrag.errors import ConfigError, DataError
-from faithrag.eval import metrics as M
 from faithrag.eval.answer_cache import AnswerCache, backend_identity
 from faithrag.eval.datasets import Dataset, QAItem, RankItem, load_dataset
 from faithrag.eval.executors import RayCluster, evaluate_items
-from faithrag.eval.runner import (
-    EvalSpec,
+from faithrag.eval.metrics import aggregate
+from faithrag.eval.ranking_metrics import ranking_metrics
+from faithrag.eval.run_dir import (
     ResultsFile,
-    _progress,
-    _write_manifest,
     code_version,
     model_identity,
     platform_identity,
     run_lock,
+    write_manifest,
 )
+from faithrag.eval.runner import EvalSpec, _progress
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Generator, Reranker, RerankResult
 from faithrag.methods.common import match_choice
@@ -132,8 +133,8 @@ def score_downstream(d: Downstream, text: str, choice_index: int | None) -> tupl
         if d.contrary_index is not None:
             values["contrary_answer"] = int(choice_index == d.contrary_index)
         return choice_index == d.gold_index, values
-    any_gold = M.containment(text, d.golds)
-    wrong = bool(d.wrong) and M.containment(text, d.wrong)
+    any_gold = containment(text, d.golds)
+    wrong = bool(d.wrong) and containment(text, d.wrong)
     return any_gold and not wrong, {"any_gold": int(any_gold), "wrong_answer": int(wrong)}
 
 
@@ -204,7 +205,7 @@ def evaluate_item(item: RankItem, reranker: Reranker | None, label: str, dataset
         result = (reranker.rerank(question, ordered, trace) if reranker is not None
                   else RerankResult(ordered))
         ranking = [p.id for p in result.passages]
-        values: dict[str, Any] = dict(M.ranking_metrics(item, ranking))
+        values: dict[str, Any] = dict(ranking_metrics(item, ranking))
         prediction, correct, status, choice_index = None, None, "ok", None
         if generator is not None and qa is not None and options.answer_top:
             down = downstream_for(item, qa)
@@ -318,7 +319,7 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         "answer_method": config.pipeline.method if answering else None,
         "answer_cache": str(options.answer_cache) if answering and options.answer_cache else None,
     }
-    _write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
+    write_manifest(out, manifest, _RANK_MANIFEST_KEYS)
     qa = load_qa_versions(items, spec.data_dir, spec.split) if answering else {}
     results = ResultsFile(out / "results.jsonl")
     todo = [item for item in items if item.id not in results.done]
@@ -338,4 +339,4 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
             bar.close()
     wanted = {item.id for item in items}
     records = [r for r in results.records if r["id"] in wanted]
-    return {**M.aggregate(records), "ranking": summarize_rank_records(records)}
+    return {**aggregate(records), "ranking": summarize_rank_records(records)}

@@ -44,6 +44,8 @@ count as wrong (see metrics.record_correct).
 - ``distractors.png``: accuracy against ``sweep.distractors`` per method, one panel per dataset
   (only when some run carries that value).
 
+The tables are written here; the plots are drawn by faithrag/eval/plots.py.
+
 Common: every run is cut to the items that all runs on its dataset hold, so that runs stopped
 at different points (long runs resume) are summarised on the same items; the report says so.
 
@@ -71,8 +73,10 @@ from typing import Any
 from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import DataError
-from faithrag.eval.metrics import aggregate, cell_correct, paired_difference, record_correct
+from faithrag.eval.metrics import aggregate, cell_correct, record_correct
+from faithrag.eval.plots import plot_accuracy, plot_distractors
 from faithrag.eval.rank_runner import summarize_rank_records
+from faithrag.eval.stats import paired_difference
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -204,9 +208,13 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
-    if _plot_accuracy(runs, aggregates, out / ACCURACY_PLOT):
+    accuracy_cells = _accuracy_cells(runs, aggregates)
+    if accuracy_cells:
+        plot_accuracy(accuracy_cells, out / ACCURACY_PLOT)
         plots.append(out / ACCURACY_PLOT)
-    if _plot_distractors(runs, aggregates, out / DISTRACTORS_PLOT):
+    distractor_points = distractor_series(runs, aggregates)
+    if distractor_points:
+        plot_distractors(distractor_points, out / DISTRACTORS_PLOT)
         plots.append(out / DISTRACTORS_PLOT)
     table = out / TABLE_FILE
     table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out,
@@ -511,45 +519,14 @@ def _metric_cell(entry: dict[str, Any] | None, name: str, with_ci: bool = False)
     return _pct(entry["mean"]) + _ci(ci)
 
 
-# ---------------------------------------------------------------- plots
+# ---------------------------------------------------------------- plot data
 
-def _figure(width: float, height: float):
-    from matplotlib.figure import Figure  # lazy: only reports need matplotlib
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
-def _error_bars(values: list[float], intervals: list[Sequence[float]]) -> list[list[float]]:
-    return [[max(0.0, v - lo) for v, (lo, _) in zip(values, intervals)],
-            [max(0.0, hi - v) for v, (_, hi) in zip(values, intervals)]]
-
-
-def _plot_accuracy(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
-    cells = {(r.label, r.dataset): agg for r, agg in zip(runs, aggregates)
-             if not r.sweep and agg["accuracy"] is not None}
-    if not cells:
-        return False
-    datasets = _ordered(d for _, d in cells)
-    labels = _ordered(label for label, _ in cells)
-    fig = _figure(max(6.0, 1.2 * len(datasets) * max(1, len(labels)) ** 0.5 + 2), 4.5)
-    ax = fig.subplots()
-    width = 0.8 / len(labels)
-    for i, label in enumerate(labels):
-        xs, ys, cis = [], [], []
-        for j, dataset in enumerate(datasets):
-            agg = cells.get((label, dataset))
-            if agg is not None:
-                xs.append(j - 0.4 + width * (i + 0.5))
-                ys.append(agg["accuracy"])
-                cis.append(agg["accuracy_ci"])
-        ax.bar(xs, ys, width=width, label=label, yerr=_error_bars(ys, cis), capsize=3)
-    ax.set_xticks(range(len(datasets)), datasets, rotation=20, ha="right")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy (95% Wilson CI)")
-    ax.set_title("Accuracy by method")
-    ax.legend(fontsize="small")
-    fig.savefig(path)
-    return True
+def _accuracy_cells(runs: list[Run], aggregates: list[dict[str, Any]]
+                    ) -> dict[tuple[str, str], tuple[float, Sequence[float]]]:
+    """(label, dataset) -> (accuracy, Wilson CI) of the runs without a sweep that have an
+    accuracy: the bars of the accuracy plot."""
+    return {(r.label, r.dataset): (agg["accuracy"], agg["accuracy_ci"])
+            for r, agg in zip(runs, aggregates) if not r.sweep and agg["accuracy"] is not None}
 
 
 def distractor_series(runs: list[Run], aggregates: list[dict[str, Any]]
@@ -570,26 +547,3 @@ def distractor_series(runs: list[Run], aggregates: list[dict[str, Any]]
         points.setdefault(run.dataset, {}).setdefault(series, []).append(
             (count, agg["accuracy"], agg["accuracy_ci"]))
     return points
-
-
-def _plot_distractors(runs: list[Run], aggregates: list[dict[str, Any]], path: Path) -> bool:
-    points = distractor_series(runs, aggregates)
-    if not points:
-        return False
-    from matplotlib.ticker import MaxNLocator
-
-    fig = _figure(4.5 * len(points) + 1, 4.0)
-    axes = fig.subplots(1, len(points), squeeze=False)[0]
-    for ax, (dataset, series) in zip(axes, points.items()):
-        for name, pts in series.items():
-            pts.sort(key=lambda p: p[0])
-            xs, ys, cis = [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts]
-            ax.errorbar(xs, ys, yerr=_error_bars(ys, cis), marker="o", capsize=3, label=name)
-        ax.set_title(dataset)
-        ax.set_xlabel("injected distractors")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize="small")
-    axes[0].set_ylabel("accuracy (95% Wilson CI)")
-    fig.savefig(path)
-    return True

@@ -1,40 +1,39 @@
 """Resumable evaluation runs.
 
-A run directory holds `manifest.json` (what was run: dataset and its sha256, method and config,
-model and its sha256, code version) and `results.jsonl`, appended and fsync'ed as each item
-finishes (the record schema is in faithrag/eval/report.py). Re-running the same command skips
-the ids already there; a run killed mid-way loses at most the items in flight, and a line cut
-by the kill is dropped on resume. An item that raises is recorded with parse_status "error" and
-the run goes on.
+A run writes into a run directory (faithrag/eval/run_dir.py): `manifest.json`, what was run, and
+`results.jsonl`, appended and fsync'ed as each item finishes (the record schema is in
+faithrag/eval/report.py). Re-running the same command skips the ids already there; a run
+killed mid-way loses at most the items in flight, and a line cut by the kill is dropped on
+resume. An item that raises is recorded with parse_status "error" and the run goes on.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import platform
-import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cache, partial
-from importlib import metadata
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from faithrag import __version__, registry
+from faithrag import registry
+from faithrag.answers import attack_success, containment, exact_match, f1_score, smart_em
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval import metrics as M
 from faithrag.eval.datasets import Dataset, QAItem, golden_version, load_dataset, two_way_choices
 from faithrag.eval.distractors import DistractorPool
 from faithrag.eval.executors import RayCluster, evaluate_items
+from faithrag.eval.metrics import aggregate, record_correct
+from faithrag.eval.run_dir import (
+    ResultsFile,
+    code_version,
+    model_identity,
+    platform_identity,
+    run_lock,
+    write_manifest,
+)
 from faithrag.llm.base import LLM
-from faithrag.llm.models import PRESETS, sha256_of
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval.retriever import InMemoryRetriever
@@ -96,55 +95,6 @@ class Prepared:
     item: QAItem  # the version of the item that was asked (golden mode: its golden version)
 
 
-def code_version() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
-                              capture_output=True, text=True, timeout=5, check=False)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here.parent,
-                               capture_output=True, text=True, timeout=5, check=False)
-        if head.returncode == 0:
-            return f"{__version__}+g{head.stdout.strip()}" + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return __version__
-
-
-@cache
-def platform_identity() -> str:
-    """The CPU and llama.cpp build this process computes on. Greedy decoding is exact on one
-    machine and build, but not across them: other SIMD kernels round differently, so a near-tie
-    in the logits can fall the other way and a long reply can differ (BENCHMARKS.md measures how
-    often). A run that resumes elsewhere records both."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu = line.partition(":")[2].strip()
-                break
-    except OSError:
-        pass
-    cpu = cpu or platform.processor() or platform.machine()
-    try:
-        import llama_cpp  # the pinned build, whatever the backend of this run
-        features = " ".join(part.split("=")[0].strip()
-                            for part in llama_cpp.llama_print_system_info().decode().split("|")
-                            if part.strip().endswith("= 1"))
-        return f"{cpu}; llama-cpp-python {metadata.version('llama_cpp_python')}; {features}"
-    except (ImportError, metadata.PackageNotFoundError, AttributeError, UnicodeDecodeError):
-        return f"{cpu}; llama-cpp-python not installed"
-
-
-def model_identity(config: Config) -> tuple[str, str | None]:
-    """(model name, sha256 of its weights when they are a local file)."""
-    if config.llm.backend in ("llamacpp", "transformers"):
-        if config.llm.model in PRESETS:
-            return config.llm.model, PRESETS[config.llm.model].sha256
-        path = Path(config.llm.model)
-        return config.llm.model, sha256_of(path) if path.is_file() else None
-    return f"{config.llm.backend}:{config.llm.model}", None
-
-
 def prepare(item: QAItem, method: str, seed: int, context_mode: str) -> Prepared | None:
     """The question and evidence an item gives a method; None when the item has no version the
     method can answer (a free-form item without a usable two-way choice for a choice method)."""
@@ -173,139 +123,18 @@ def score_item(prepared: Prepared, prediction: str, choice_index: int | None,
         return correct, {"accuracy": int(correct)}
     golds = item.answers
     values = {
-        "containment": int(M.containment(prediction, golds)),
-        "smart_em": int(M.smart_em(prediction, golds)),
-        "em": int(M.exact_match(prediction, golds)),
-        "f1": M.f1_score(prediction, golds),
+        "containment": int(containment(prediction, golds)),
+        "smart_em": int(smart_em(prediction, golds)),
+        "em": int(exact_match(prediction, golds)),
+        "f1": f1_score(prediction, golds),
     }
     if item.parametric_answer:  # answered from memory instead of the context
-        values["parametric"] = int(M.containment(prediction, [item.parametric_answer]))
+        values["parametric"] = int(containment(prediction, [item.parametric_answer]))
     target = item.meta.get("target_incorrect_answer")
     if target:  # one target answer, or a list of them (any counts)
         targets = [target] if isinstance(target, str) else target
-        values["attack_success"] = int(any(M.attack_success(prediction, t) for t in targets))
+        values["attack_success"] = int(any(attack_success(prediction, t) for t in targets))
     return bool(values[metric]), values
-
-
-class ResultsFile:
-    """Append-only JSONL of finished items; repairs a line cut by a crash. An id's last record
-    is the one that counts."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._by_id: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            self._load()
-
-    def _load(self) -> None:
-        data = self.path.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) != len(data):  # the last write was interrupted
-            with open(self.path, "r+b") as f:
-                f.truncate(len(complete))
-        for line in complete.splitlines():
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a corrupt line is re-run, not trusted
-                if isinstance(record, dict) and "id" in record:
-                    self._by_id[record["id"]] = record
-
-    @property
-    def records(self) -> list[dict[str, Any]]:
-        return list(self._by_id.values())
-
-    @property
-    def done(self) -> set[str]:
-        """Ids not to run again: an item that ended in an error (a dead server, a crash in a
-        stage) is retried when the run resumes."""
-        return {i for i, r in self._by_id.items() if r.get("parse_status") != "error"}
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        with self._lock:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(line)
-                f.flush()
-                os.fsync(f.fileno())
-            self._by_id[record["id"]] = record
-
-
-_MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
-                  "model_sha256", "context_mode", "metric", "seed", "offset", "config", "sweep")
-# settings that change speed, never results: a run may resume with different values
-_SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
-# keys that later code added to the manifest, with the value that older runs had implicitly
-_ADDED_KEYS = {"offset": 0}
-
-
-def _comparable(manifest: dict[str, Any], key: str) -> Any:
-    value = manifest.get(key, _ADDED_KEYS.get(key))
-    if key == "config" and isinstance(value, dict):
-        llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}
-        value = {**value, "llm": llm}
-    return value
-
-
-def _with_defaults(old: Any, defaults: Any) -> Any:
-    """`old` with the settings it lacks filled in from `defaults`: a setting added by newer code
-    had its default value in the old run, so resuming with the default is no change, and
-    resuming with another value is one."""
-    if not (isinstance(old, dict) and isinstance(defaults, dict)):
-        return old
-    return {**defaults, **{k: _with_defaults(v, defaults.get(k)) for k, v in old.items()}}
-
-
-def _changes(key: str, old: Any, new: Any) -> list[str]:
-    """`key: old → new` for every leaf setting that differs (dotted keys inside dicts)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [change for k in sorted(set(old) | set(new), key=str)
-                for change in _changes(f"{key}.{k}", old.get(k), new.get(k))]
-    return [] if old == new else [f"{key}: {old!r} → {new!r}"]
-
-
-def _write_manifest(out: Path, manifest: dict[str, Any],
-                    extra_keys: tuple[str, ...] = ()) -> None:
-    """Write `out`'s manifest; a resume must match the old one on _MANIFEST_KEYS + extra_keys."""
-    path = out / "manifest.json"
-    if path.exists():
-        old = json.loads(path.read_text())
-        old_filled = {**old, "config": _with_defaults(old.get("config"), Config().model_dump())}
-        changed = [change for k in _MANIFEST_KEYS + extra_keys
-                   for change in _changes(k, _comparable(old_filled, k), _comparable(manifest, k))]
-        if changed:
-            raise ConfigError(
-                f"{out} holds a run with different settings: {'; '.join(changed)}.",
-                "Use another --out directory, or delete this one to start over.")
-        history = {}
-        for key in ("code_version", "platform"):  # where each part of the records came from
-            seen = old.get(f"{key}s") or [old.get(key)]
-            history[f"{key}s"] = seen if manifest[key] == seen[-1] else [*seen, manifest[key]]
-        manifest = {**old, "limit": manifest["limit"], "resumed": old.get("resumed", 0) + 1,
-                    "code_version": manifest["code_version"], "platform": manifest["platform"],
-                    **history}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str))
-    os.replace(tmp, path)
-
-
-@contextmanager
-def run_lock(out: Path) -> Iterator[None]:
-    """Hold `out` for one process: a second run into the same directory would compute the same
-    items twice. The OS drops the lock when the holder dies, so a crash never leaves it stale."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(f"Another process is running into {out}.",
-                              "Wait for it to finish, or use another --out directory.") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_eval(spec: EvalSpec, config: Config, out: str | Path, llm: LLM | None,
@@ -332,7 +161,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
                           "Choose a QA dataset.")
     items = spec.select(dataset.items)
     model, model_sha = model_identity(config)
-    _write_manifest(out, {
+    write_manifest(out, {
         "dataset": dataset.name, "dataset_sha256": dataset.sha256, "dataset_path": str(dataset.path),
         "split": spec.split, "method": spec.method, "rerank": spec.rerank, "verify": spec.verify,
         "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
@@ -351,7 +180,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         for record in evaluate_items(make_evaluator, todo, llm, config.llm, workers, ray):
             results.append(record)
             if bar is not None:
-                scored = [c for c in map(M.record_correct, results.records) if c is not None]
+                scored = [c for c in map(record_correct, results.records) if c is not None]
                 bar.set_postfix(acc=f"{sum(scored) / max(len(scored), 1):.3f}",
                                 failed=sum(r["parse_status"] != "ok" for r in results.records))
                 bar.update(1)
@@ -359,7 +188,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
         if bar is not None:
             bar.close()
     wanted = {item.id for item in items}
-    return M.aggregate([r for r in results.records if r["id"] in wanted])
+    return aggregate([r for r in results.records if r["id"] in wanted])
 
 
 class QAItemEvaluator:

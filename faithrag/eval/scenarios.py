@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from faithrag.answers import containment
 from faithrag.config import Config, tomllib
-from faithrag.eval.metrics import containment
 from faithrag.llm.base import LLM
 from faithrag.pipeline import Pipeline, Result
 from faithrag.retrieval.chunking import chunk_documents

@@ -4,8 +4,9 @@ llama-cpp-python's server, OpenAI), with httpx and no SDK.
 Generation is `POST {base_url}/chat/completions`; a TokenBias travels as `logit_bias` (see
 `logit_bias_payload` for clamping and the cap). Token ids must come from the tokenizer the server
 uses: `tokenizer="server"` asks the server itself, otherwise a local tokenizer (a preset or .gguf
-through llama-cpp-python with `vocab_only=True`, or a Hugging Face tokenizer.json) is checked once
-against the server's tokenize endpoint when it has one.
+through llama-cpp-python with `vocab_only=True`, or a Hugging Face tokenizer.json; see
+faithrag/llm/tokenizers.py) is checked once against the server's tokenize endpoint when it has
+one.
 
 What the servers offer, and what this backend uses of it (from each project's source and docs;
 llama-cpp-python's server is the one exercised by the tests):
@@ -39,14 +40,12 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from faithrag.errors import (
     ConfigError,
-    RuntimeUnavailableError,
     ServerRejectedError,
     ServerUnreachableError,
 )
@@ -59,7 +58,7 @@ from faithrag.llm.base import (
     TokenBias,
 )
 from faithrag.llm.chat_encoding import common_prefix
-from faithrag.llm.models import PRESETS, resolve_model
+from faithrag.llm.tokenizers import load_tokenizer
 
 LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
 TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default max_logprobs) return per position
@@ -115,103 +114,6 @@ def _error_message(response: httpx.Response) -> str:
 def _server_root(base_url: str) -> str:
     root = base_url.rstrip("/")
     return root.removesuffix("/v1")
-
-
-class _LocalTokenizer(Protocol):
-    """A tokenizer that runs in-process and must match the server's."""
-
-    name: str
-    vocab_size: int
-
-    def encode(self, text: str, special: bool) -> list[int]:
-        """Ids of `text`, no BOS; `special` parses control-token markup such as <|im_start|>."""
-        ...
-
-    def decode(self, ids: Sequence[int]) -> str: ...
-
-    def render_chat(self, messages: Sequence[Message]) -> str | None:
-        """The prompt text of `messages` under the model's chat template, or None if unknown."""
-        ...
-
-
-class _GGUFTokenizer:
-    """The vocabulary of a GGUF (llama-cpp-python, `vocab_only=True`) and its chat template,
-    rendered as llama-cpp-python's server renders it (Jinja2ChatFormatter; for the three exact
-    templates it maps to built-in formats, chatml/mistral-instruct/llama-3, whitespace may
-    differ)."""
-
-    def __init__(self, path: Path):
-        try:
-            import llama_cpp
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-        except ImportError as exc:
-            raise RuntimeUnavailableError(
-                f"tokenizer '{path}' needs llama-cpp-python, which cannot be imported ({exc}).",
-                "Run `make setup` (scripts/build_llama_wheel.sh), or use tokenizer='server' or a "
-                "tokenizer.json.") from exc
-        self.name = str(path)
-        self._llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-        self.vocab_size = int(self._llama.n_vocab())
-        template = self._llama.metadata.get("tokenizer.chat_template")
-        self._formatter = None
-        if template:
-            bos, eos = self._llama.token_bos(), self._llama.token_eos()
-            text = self._llama._model.token_get_text
-            self._formatter = Jinja2ChatFormatter(
-                template=template,
-                bos_token=text(bos) if bos != -1 else "",
-                eos_token=text(eos) if eos != -1 else "",
-                add_generation_prompt=True,
-            )
-
-    def encode(self, text: str, special: bool) -> list[int]:
-        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=special))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self._llama.detokenize(list(ids)).decode("utf-8", errors="replace")
-
-    def render_chat(self, messages: Sequence[Message]) -> str | None:
-        if self._formatter is None:
-            return None
-        chat = [{"role": m.role, "content": m.content} for m in messages]
-        return self._formatter(messages=chat).prompt
-
-
-class _HFTokenizer:
-    """A Hugging Face tokenizer.json (the `tokenizers` package). No chat template: chat token
-    counts are approximate."""
-
-    def __init__(self, path: Path):
-        from tokenizers import Tokenizer
-
-        self.name = str(path)
-        self._tok = Tokenizer.from_file(str(path))
-        self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
-
-    def encode(self, text: str, special: bool) -> list[int]:
-        # tokenizers always parses added (special) tokens in text; `special` cannot switch it off
-        return list(self._tok.encode(text, add_special_tokens=False).ids)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=False)
-
-    def render_chat(self, messages: Sequence[Message]) -> str | None:
-        return None
-
-
-def _load_tokenizer(spec: str) -> _LocalTokenizer | None:
-    if spec == "server":
-        return None
-    path = Path(spec).expanduser()
-    if spec in PRESETS or path.suffix == ".gguf":
-        return _GGUFTokenizer(resolve_model(spec))
-    if path.suffix == ".json" and path.is_file():
-        return _HFTokenizer(path)
-    raise ConfigError(
-        f"tokenizer '{spec}' is neither 'server', a preset ({', '.join(PRESETS)}), a .gguf file "
-        "nor an existing tokenizer.json.",
-        "Use tokenizer='server' when the server has a tokenize endpoint, otherwise the GGUF or "
-        "tokenizer.json of the model the server runs.")
 
 
 class _Flavor:
@@ -278,7 +180,7 @@ class OpenAICompatLLM:
             limits=httpx.Limits(max_connections=concurrency + 2),
             transport=transport,
         )
-        self._local = _load_tokenizer(tokenizer)
+        self._local = load_tokenizer(tokenizer)
         self._lock = threading.Lock()
         self._flavor: str | None = None
         self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends

@@ -13,38 +13,29 @@ ones; with as many workers as copies each worker keeps one copy."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from faithrag.llm.base import (
-    LLM,
-    ChoiceRequest,
-    ChoiceScores,
-    Completion,
-    GenerationRequest,
-    Message,
-    TokenBias,
-    generate_then_score,
-    score_choices_many,
-    score_choices_under,
-)
+from faithrag.llm.base import LLM
+from faithrag.llm.delegating import DelegatingLLM
 
 
-class Replicas:
+class Replicas(DelegatingLLM):
     def __init__(self, copies: Sequence[LLM]):
         if not copies:
             raise ValueError("Replicas needs at least one model.")
         if len({copy.name for copy in copies}) != 1:
             raise ValueError("Replicas must be copies of one model, got "
                              f"{sorted({copy.name for copy in copies})}.")
+        super().__init__(copies[0])  # tokenizer questions have the same answer on every copy
         self.copies = list(copies)
-        self.name = self.copies[0].name
         self._free = list(self.copies)
         self._returned = threading.Condition()
         self._last = threading.local()  # the copy this thread used last
 
     @contextmanager
-    def _borrow(self) -> Iterator[LLM]:
+    def _serving(self) -> Iterator[LLM]:
+        """A free copy, waiting when all are busy; the one this thread used last if it is free."""
         with self._returned:
             self._returned.wait_for(lambda: self._free)
             last = getattr(self._last, "copy", None)
@@ -57,48 +48,6 @@ class Replicas:
             with self._returned:
                 self._free.append(copy)
                 self._returned.notify()
-
-    # tokenizer questions have the same answer on every copy
-    @property
-    def context_window(self) -> int:
-        return self.copies[0].context_window
-
-    @property
-    def vocab_size(self) -> int:
-        return self.copies[0].vocab_size
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.copies[0].tokenize(text)
-
-    def detokenize(self, ids: Sequence[int]) -> str:
-        return self.copies[0].detokenize(ids)
-
-    def count_chat_tokens(self, messages: Sequence[Message]) -> int:
-        return self.copies[0].count_chat_tokens(messages)
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
-        with self._borrow() as copy:
-            return copy.generate(requests)
-
-    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
-        with self._borrow() as copy:
-            return copy.score_choices(request)
-
-    def score_choices_under(self, request: ChoiceRequest,
-                            biases: Sequence[TokenBias | None]) -> list[ChoiceScores]:
-        with self._borrow() as copy:
-            return score_choices_under(copy, request, biases)
-
-    def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
-        with self._borrow() as copy:  # one copy for all, so its cache carries over
-            return score_choices_many(copy, requests)
-
-    def generate_then_score(self, request: GenerationRequest,
-                            follow_up: Callable[[Completion], ChoiceRequest],
-                            biases: Sequence[TokenBias | None]
-                            ) -> tuple[Completion, list[ChoiceScores]]:
-        with self._borrow() as copy:  # one copy for both, so its cache carries over
-            return generate_then_score(copy, request, follow_up, biases)
 
     def close(self) -> None:
         for copy in self.copies:

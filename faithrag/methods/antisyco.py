@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faithrag.answers import containment, f1_score, normalize_answer
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval.metrics import containment, f1_score, normalize_answer
 from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,

@@ -7,7 +7,8 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.distractors import DistractorPool
-from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
+from faithrag.eval.run_dir import ResultsFile
+from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
 

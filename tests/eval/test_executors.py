@@ -14,7 +14,8 @@ from faithrag.errors import (
 )
 from faithrag.eval import executors
 from faithrag.eval.executors import RayCluster, results_on_ray
-from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
+from faithrag.eval.run_dir import ResultsFile
+from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm import load_llm
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline

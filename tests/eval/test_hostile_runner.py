@@ -9,7 +9,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.hostile_runner import DRAFT_PATH, render_markdown, run_hostile, summarize_dirs
 from faithrag.eval.hostile_settings import build_setting
-from faithrag.eval.runner import ResultsFile
+from faithrag.eval.run_dir import ResultsFile
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
 

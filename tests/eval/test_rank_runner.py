@@ -16,7 +16,8 @@ from faithrag.eval.rank_runner import (
     summarize_rank_records,
 )
 from faithrag.eval.report import report
-from faithrag.eval.runner import EvalSpec, ResultsFile, run_eval
+from faithrag.eval.run_dir import ResultsFile
+from faithrag.eval.runner import EvalSpec, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.crossval import VALIDATE_SYSTEM, CrossValidatedReranker
 from faithrag.methods.listwise import ListwiseRanker

@@ -7,7 +7,7 @@ import pytest
 
 from faithrag.cli import main
 from faithrag.errors import DataError
-from faithrag.eval.metrics import aggregate, mcnemar_exact_p, wilson_interval
+from faithrag.eval.metrics import aggregate
 from faithrag.eval.report import (
     Run,
     distractor_series,
@@ -16,6 +16,7 @@ from faithrag.eval.report import (
     report,
     run_outcomes,
 )
+from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

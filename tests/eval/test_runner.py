@@ -12,7 +12,8 @@ from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import Dataset, QAItem
-from faithrag.eval.runner import EvalSpec, QAItemEvaluator, ResultsFile, run_eval
+from faithrag.eval.run_dir import ResultsFile
+from faithrag.eval.runner import EvalSpec, QAItemEvaluator, run_eval
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
 from faithrag.types import Answer
@@ -174,16 +175,6 @@ def test_a_run_resumed_on_another_machine_records_both(tmp_path, monkeypatch):
     assert manifest["platform"] == "cpu B; AVX512"
 
 
-def test_platform_names_the_cpu_and_the_llama_cpp_build():
-    from faithrag.eval.runner import platform_identity
-
-    cpu, build, *features = platform_identity().split("; ")
-    assert cpu
-    assert build.startswith("llama-cpp-python ")
-    if build != "llama-cpp-python not installed":
-        assert features[0].strip()  # the kernels this build runs (AVX2, AVX512, NEON, ...)
-
-
 def test_unparsed_output_scores_zero_on_every_metric(tmp_path):
     class Unreadable:  # a free-form generator whose output could not be read
         name = "unreadable"
@@ -252,14 +243,6 @@ def test_a_run_directory_in_use_is_refused(tmp_path):
     summary = run_eval(EvalSpec("set", file=str(data)), config, tmp_path / "run", FakeLLM(),
                        build, progress=False)  # a dead holder leaves no stale lock
     assert summary["n"] == 1
-
-
-def test_cut_last_line_is_dropped_and_rerun(tmp_path):
-    path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "a", "correct": true}\n{"id": "b", "corr')
-    results = ResultsFile(path)
-    assert results.done == {"a"}
-    assert path.read_text() == '{"id": "a", "correct": true}\n'
 
 
 SLOW_RUN = textwrap.dedent("""

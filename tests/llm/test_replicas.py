@@ -85,7 +85,7 @@ def test_a_copy_serves_one_caller_at_a_time():
 def test_a_caller_gets_back_the_copy_it_used_last():
     copies = [FakeLLM(default="ok") for _ in range(3)]
     llm = Replicas(copies)
-    with llm._borrow():  # the first copy is busy, so this thread's call goes to the second
+    with llm._serving():  # the first copy is busy, so this thread's call goes to the second
         llm.generate([REQUEST])
     for _ in range(3):  # all are free now: the second again, where its snapshots would be
         llm.generate([REQUEST])
@@ -126,7 +126,7 @@ def test_choice_scoring_and_tokenizer_go_through():
 def test_generate_then_score_runs_both_parts_on_one_copy():
     copies = [FakeLLM(default="ok", choice_prior=len) for _ in range(2)]
     llm = Replicas(copies)
-    with llm._borrow():  # the first copy is busy: the call must stay on the second
+    with llm._serving():  # the first copy is busy: the call must stay on the second
         completion, [scores] = generate_then_score(
             llm, REQUEST, lambda c: ChoiceRequest(user_prompt(c.text), ("a", "bbb")), [None])
     assert completion.text == "ok" and scores.best == 1
@@ -137,7 +137,7 @@ def test_score_choices_many_runs_on_one_copy():
     copies = [FakeLLM(choice_prior=len) for _ in range(2)]
     llm = Replicas(copies)
     requests = [ChoiceRequest(user_prompt(q), ("a", "bbb")) for q in ("x", "y", "z")]
-    with llm._borrow():  # the first copy is busy: all three must go to the second
+    with llm._serving():  # the first copy is busy: all three must go to the second
         scores = score_choices_many(llm, requests)
     assert [s.best for s in scores] == [1, 1, 1]
     assert len(copies[0].calls) == 0 and copies[1].calls == requests

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from faithrag.eval.metrics import normalize_answer, smart_em
+from faithrag.answers import normalize_answer, smart_em
 
 # Words that do not change what a question asks for (question words, auxiliaries, articles...).
 FUNCTION_WORDS = frozenset({
