@@ -24,8 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="index directory, or lancedb:URI for a LanceDB table (extra [lancedb]; "
                         "a folder or an object-store URI) for corpora larger than memory")
     p.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
-    p.add_argument("--add", action="store_true", help="add to an existing index")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing index")
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument("--add", action="store_true",
+                          help="add to an existing index: a changed document replaces its old "
+                               "passages, an unchanged one is skipped")
+    existing.add_argument("--overwrite", action="store_true", help="replace an existing index")
     p.add_argument("--skip-malformed", action="store_true",
                    help="skip malformed jsonl lines (counted) instead of stopping")
     p.add_argument("--paraphrase", action="store_true",

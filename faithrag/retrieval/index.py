@@ -62,7 +62,9 @@ class AddReport:
 
 
 @dataclass
-class _Update:
+class IndexUpdate:
+    """What adding passages to an index must do (see `plan_update`)."""
+
     new: list[Passage]  # to write
     stale: list[Passage]  # indexed passages of changed documents, to take out
     unchanged: int
@@ -77,7 +79,7 @@ def document_key(passage: Passage) -> str:
     return str(passage.meta.get("file") or passage.meta.get("doc_id") or passage.id)
 
 
-def plan_update(incoming: Sequence[Passage], indexed: Iterable[Passage]) -> _Update:
+def plan_update(incoming: Sequence[Passage], indexed: Iterable[Passage]) -> IndexUpdate:
     """Sort `incoming` passages into new, replacing (with the `indexed` passages they replace)
     and unchanged, document by document (see the module docstring). `indexed` may be a stream:
     only the passages of incoming documents are kept."""
@@ -89,7 +91,7 @@ def plan_update(incoming: Sequence[Passage], indexed: Iterable[Passage]) -> _Upd
         key = document_key(passage)
         if key in groups:
             present.setdefault(key, []).append(passage)
-    update = _Update([], [], 0)
+    update = IndexUpdate([], [], 0)
     for key, group in groups.items():
         old = present.get(key)
         if old is not None and [_content(p) for p in old] == [_content(p) for p in group]:
