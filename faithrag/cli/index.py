@@ -1,8 +1,8 @@
 """`faithrag index PATH --out IDX`: chunk documents and build (or extend) an on-disk index.
 
-Document ids are relative to the folder the index was built from (kept in the index), so
-`--add` of a file already indexed, however its path is spelled, replaces its passages when it
-changed and skips it when it did not.
+Document ids are paths relative to the folder that held PATH when the index was built (the
+index keeps it), so `--add` of a file already indexed, however its path is spelled and from
+whatever directory, replaces its passages when it changed and skips it when it did not.
 """
 
 from __future__ import annotations
