@@ -30,7 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except FaithragError as exc:
-        print(f"faithrag: error: {exc}", file=sys.stderr)
+        from faithrag.cli.hints import cli_hint
+
+        hint = cli_hint(args.command, exc)
+        print(f"faithrag: error: {exc.message}" + (f"\n  -> {hint}" if hint else ""),
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("faithrag: interrupted", file=sys.stderr)

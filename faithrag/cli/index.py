@@ -1,17 +1,20 @@
-"""`faithrag index PATH --out IDX`: chunk documents and build (or extend) an on-disk index."""
+"""`faithrag index PATH --out IDX`: chunk documents and build (or extend) an on-disk index.
+
+Document ids are paths relative to the folder that held PATH when the index was built (the
+index keeps it), so `--add` of a file already indexed, however its path is spelled and from
+whatever directory, replaces its passages when it changed and skips it when it did not.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-from faithrag.cli.common import (
-    add_model_options,
-    config_from_args,
-    llm_from_config,
-    passages_from_docs,
-)
+from faithrag.cli.common import add_model_options, config_from_args, llm_from_config
 from faithrag.config import Config, cache_dir
+from faithrag.types import Passage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,8 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="index directory, or lancedb:URI for a LanceDB table (extra [lancedb]; "
                         "a folder or an object-store URI) for corpora larger than memory")
     p.add_argument("--mode", choices=["bm25", "dense", "hybrid"], help="retrieval mode")
-    p.add_argument("--add", action="store_true", help="add to an existing index")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing index")
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument("--add", action="store_true",
+                          help="add to an existing index: a changed document replaces its old "
+                               "passages, an unchanged one is skipped")
+    existing.add_argument("--overwrite", action="store_true", help="replace an existing index")
     p.add_argument("--skip-malformed", action="store_true",
                    help="skip malformed jsonl lines (counted) instead of stopping")
     p.add_argument("--paraphrase", action="store_true",
@@ -36,10 +42,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from faithrag.errors import ConfigError
-    from faithrag.retrieval import ChunkSettings, build_index, open_index
+    from faithrag.retrieval import ChunkSettings, build_index, documents_root, open_index
+    from faithrag.retrieval.locations import refuse_existing
 
     config = config_from_args(args)
     mode = args.mode or config.retrieval.mode
+    if not args.add and not args.overwrite:
+        refuse_existing(args.out)
     if args.add:
         index = open_index(args.out, use_cache=config.use_cache)
         if args.mode and args.mode != index.manifest["mode"]:
@@ -50,20 +59,36 @@ def run(args: argparse.Namespace) -> int:
         if recorded:  # added documents are chunked as the index's own were
             config = config.model_copy(update={"retrieval": config.retrieval.model_copy(update={
                 "chunk_tokens": recorded["max_tokens"], "chunk_overlap": recorded["overlap"]})})
-        passages = passages_from_docs(args.path, config, args.skip_malformed)
-        added = index.add(passages, progress=True)
-        print(f"added {added} passages to {args.out} (now {len(index)})")
+        # an index built without a root keeps the ids of its time: relative to PATH's folder
+        root = index.root or documents_root([args.path])
+        report = index.add(_passages(args.path, config, args.skip_malformed, root),
+                           progress=True)
+        print(f"{args.out}: added {report.added} passages of new or changed documents, "
+              f"removed {report.removed} old passages of changed ones, skipped "
+              f"{report.unchanged} unchanged passages (now {len(index)})")
     else:
-        passages = passages_from_docs(args.path, config, args.skip_malformed)
+        root = documents_root([args.path])
+        passages = _passages(args.path, config, args.skip_malformed, root)
         chunking = ChunkSettings(config.retrieval.chunk_tokens, config.retrieval.chunk_overlap)
         index = build_index(passages, args.out, mode, embedder=config.retrieval.embedder,
                             chunking=chunking, rrf_k=config.retrieval.rrf_k,
-                            use_cache=config.use_cache, overwrite=args.overwrite, progress=True)
+                            use_cache=config.use_cache, overwrite=args.overwrite, progress=True,
+                            root=root)
         print(f"indexed {len(index)} passages into {args.out} ({mode})")
     print(json.dumps(index.counts()))
     if args.paraphrase:
         paraphrase_index(list(index.passages), config, args.batch)
     return 0
+
+
+def _passages(path: str, config: Config, skip_malformed: bool, root: Path) -> list[Passage]:
+    from faithrag.retrieval import chunk_documents, load_documents
+
+    loaded = load_documents(path, skip_malformed=skip_malformed, root=root)
+    for warning in loaded.warnings:
+        print(f"faithrag: warning: {warning}", file=sys.stderr)
+    return chunk_documents(loaded.documents, config.retrieval.chunk_tokens,
+                           config.retrieval.chunk_overlap)
 
 
 def paraphrase_index(passages, config: Config, batch: int) -> None:

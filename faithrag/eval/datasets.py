@@ -157,6 +157,11 @@ class RankItem:
                 for p in self.passages]
 
 
+class MalformedItemError(DataError):
+    """A dataset line is malformed and `on_error="raise"`. The hint names the Python argument;
+    the command line words it with its own flags."""
+
+
 class LineError(NamedTuple):
     file: str
     line: int
@@ -329,9 +334,9 @@ def _parse_lines(raw: bytes, file: str, name: str, on_error: str
         except _Invalid as exc:
             error = LineError(file, number, str(exc))
             if on_error == "raise":
-                raise DataError(f"malformed dataset line {error}",
-                                hint="fix the line, or load with on_error='skip' to skip and "
-                                     "count malformed lines") from None
+                raise MalformedItemError(f"malformed dataset line {error}",
+                                         hint="fix the line, or load with on_error='skip' to "
+                                              "skip and count malformed lines") from None
             errors.append(error)
     return kind or "qa", items, errors
 

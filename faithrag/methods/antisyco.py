@@ -54,6 +54,7 @@ from faithrag.answers import containment, f1_score, normalize_answer
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
     fit,
@@ -219,8 +220,8 @@ class AntiSycophancyVerifier:
                 return render
 
             tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
-                     "support": f"{question_block(question)}\nProposed answer: {draft.text}\n\n"
-                                f"{SUPPORT_TASK}"}
+                     "support": f"{question_block(question)}\nProposed answer: "
+                                f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
             requests = [GenerationRequest(
                 fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages,
                 max_tokens=self.judge_tokens, purpose=purpose) for purpose, task in tasks.items()]
@@ -296,7 +297,7 @@ class AntiSycophancyVerifier:
         titles = [p.title for p in check.evidence]
         system, body, task = (
             (QA_CHECK_SYSTEM, question_block(question), QA_CHECK_TASK) if mode == "qa" else
-            (JUDGE_CHECK_SYSTEM, f"Statement: {check.claim}", JUDGE_CHECK_TASK))
+            (JUDGE_CHECK_SYSTEM, f"Statement: {neutralise_tags(check.claim)}", JUDGE_CHECK_TASK))
 
         def render(texts: list[str]) -> tuple[Message, ...]:
             user = f"Reference passages:\n{render_passages(texts, titles)}\n\n{body}\n\n{task}"

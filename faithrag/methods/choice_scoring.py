@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from faithrag.errors import ConfigError
 from faithrag.llm.base import (
     LLM,
     ChoiceRequest,
@@ -17,7 +16,13 @@ from faithrag.llm.base import (
     TokenBias,
     score_choices_under,
 )
-from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, fit, render_choices, render_passages
+from faithrag.methods.common import (
+    DATA_NOT_INSTRUCTIONS,
+    ChoicesRequiredError,
+    fit,
+    render_choices,
+    render_passages,
+)
 from faithrag.registry import register
 from faithrag.types import Answer, Passage, Question, Step, Trace
 
@@ -84,8 +89,7 @@ class ChoiceScoring:
 
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         if not question.choices:
-            raise ConfigError("The choice_scoring method needs answer options.",
-                              "Pass --choices, or use a multiple-choice dataset.")
+            raise ChoicesRequiredError(self.name)
         with trace.step("generate", self.name, question=question.text,
                         passages=[p.id for p in passages]) as step:
             answer = answer_by_scoring(self.llm, question, passages, step)

@@ -14,7 +14,6 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from faithrag.errors import ConfigError
 from faithrag.llm.base import (
     LLM,
     ChoiceRequest,
@@ -27,6 +26,7 @@ from faithrag.llm.base import (
 from faithrag.methods.choice_scoring import picked_option
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
+    ChoicesRequiredError,
     fit,
     generate,
     record_completion,
@@ -149,8 +149,7 @@ class CoTJSON:
 
     def generate(self, question: Question, passages: list[Passage], trace: Trace) -> Answer:
         if not question.choices:
-            raise ConfigError("The cot_json method needs answer options.",
-                              "Pass --choices, or use a multiple-choice dataset.")
+            raise ChoicesRequiredError(self.name)
         with trace.step("generate", self.name, question=question.text,
                         passages=[p.id for p in passages]) as step:
             answer = (answer_json_scored if self.scored else answer_json)(

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING
 
 from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
+from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
@@ -139,12 +140,10 @@ MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validat
 
 
 def _render_labelled(labelled: list[tuple[str, str, str]]) -> str:
-    """Passages with explicit ids (label, title, text), delimited like render_passages."""
-    parts = []
-    for label, title, text in labelled:
-        head = f'<passage id="{label}"' + (f' title="{title}"' if title else "") + ">"
-        parts.append(f"{head}\n{text.strip()}\n</passage>")
-    return "\n".join(parts)
+    """Passages with explicit ids (label, title, text), framed by render_passages."""
+    return render_passages([text for _, _, text in labelled],
+                           [title for _, title, _ in labelled],
+                           [label for label, _, _ in labelled])
 
 
 class CrossValidatedReranker:
@@ -387,7 +386,7 @@ class CrossValidatedReranker:
             def render(texts: list[str]) -> tuple[Message, ...]:
                 user = (f"Question: {question.text.strip()}\n\n"
                         f"Passage:\n{render_passages(texts, [reference.title])}\n\n"
-                        + SUPPORT_INSTRUCTION.format(answer=answer))
+                        + SUPPORT_INSTRUCTION.format(answer=neutralise_tags(answer)))
                 return (Message("system", SUPPORT_SYSTEM), Message("user", user))
 
             return yes_no_request(self.llm, render, [self._cut(reference)], "support_judge",

@@ -3,12 +3,13 @@ index, a LanceDB store for large corpora, and relevance scorers. Heavy runtimes 
 
 from faithrag.retrieval.chunking import ChunkSettings, chunk_documents, chunk_text, count_words
 from faithrag.retrieval.embedder import Embedder, get_embedder
-from faithrag.retrieval.index import Index
-from faithrag.retrieval.loaders import Document, LoadResult, load_documents
+from faithrag.retrieval.index import AddReport, Index
+from faithrag.retrieval.loaders import Document, LoadResult, documents_root, load_documents
 from faithrag.retrieval.locations import build_index, open_index
 from faithrag.retrieval.retriever import InMemoryRetriever, Retriever
 
 __all__ = [
+    "AddReport",
     "ChunkSettings",
     "Document",
     "Embedder",
@@ -20,6 +21,7 @@ __all__ = [
     "chunk_documents",
     "chunk_text",
     "count_words",
+    "documents_root",
     "get_embedder",
     "load_documents",
     "open_index",

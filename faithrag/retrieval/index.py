@@ -9,6 +9,12 @@ Directory layout:
 Every file is written to a temporary name and moved into place; the manifest is written last, so
 an interrupted build or add leaves either the old index or counts that do not match, which `load`
 reports instead of serving a half-written index.
+
+Adding documents again is safe: passages are grouped by the file they came from (`meta["file"]`,
+else their document, else their own id); a group already indexed exactly as it is is skipped,
+a changed one replaces the indexed passages of that file, and a new one is appended. The
+manifest keeps the `root` the documents' ids are relative to, so that a file added later gets
+the id it got at build time however its path is spelled (indexes built without one still load).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,65 @@ DENSE_FILE = "dense.faiss"
 _BUILD_HINT = "Build it with `faithrag index PATHS --out DIR` (or Index.build)."
 
 
+class IndexExistsError(ConfigError):
+    """An index is already where a new one was to be built. The hint names the Python
+    arguments; the command line words it with its own flags."""
+
+
+@dataclass(frozen=True)
+class AddReport:
+    """What `add` did, in passages."""
+
+    added: int  # written: of new documents and of changed ones
+    removed: int  # taken out: the old passages of changed documents
+    unchanged: int  # skipped: their document was indexed exactly as it is
+
+
+@dataclass
+class IndexUpdate:
+    """What adding passages to an index must do (see `plan_update`)."""
+
+    new: list[Passage]  # to write
+    stale: list[Passage]  # indexed passages of changed documents, to take out
+    unchanged: int
+
+    def report(self) -> AddReport:
+        return AddReport(len(self.new), len(self.stale), self.unchanged)
+
+
+def document_key(passage: Passage) -> str:
+    """What a passage belongs to when documents are added again: its file, else its document,
+    else itself."""
+    return str(passage.meta.get("file") or passage.meta.get("doc_id") or passage.id)
+
+
+def plan_update(incoming: Sequence[Passage], indexed: Iterable[Passage]) -> IndexUpdate:
+    """Sort `incoming` passages into new, replacing (with the `indexed` passages they replace)
+    and unchanged, document by document (see the module docstring). `indexed` may be a stream:
+    only the passages of incoming documents are kept."""
+    groups: dict[str, list[Passage]] = {}
+    for passage in incoming:
+        groups.setdefault(document_key(passage), []).append(passage)
+    present: dict[str, list[Passage]] = {}
+    for passage in indexed:
+        key = document_key(passage)
+        if key in groups:
+            present.setdefault(key, []).append(passage)
+    update = IndexUpdate([], [], 0)
+    for key, group in groups.items():
+        old = present.get(key)
+        if old is not None and [_content(p) for p in old] == [_content(p) for p in group]:
+            update.unchanged += len(group)
+            continue
+        update.stale += old or []
+        update.new += group
+    return update
+
+
+def _content(passage: Passage) -> tuple[str, str, str, str]:
+    return passage.id, passage.text, passage.title, passage.source
+
+
 class Index:
     """A persistent passage index. `search` / `retrieve` return passages with `score` set."""
 
@@ -55,15 +121,14 @@ class Index:
               embedder: Embedder | str | None = None, chunking: ChunkSettings | None = None,
               bm25_params: BM25Params | None = None, faiss_factory: str = "Flat",
               rrf_k: int = 60, use_cache: bool = True, overwrite: bool = False,
-              progress: bool = False) -> Index:
+              progress: bool = False, root: str | Path | None = None) -> Index:
         """Index `passages` into `out_dir`. `embedder` (modes dense, hybrid) is an Embedder or a
-        name for get_embedder (default "minilm"); `chunking` is recorded in the manifest."""
+        name for get_embedder (default "minilm"); `chunking` is recorded in the manifest, and so
+        is `root`, the folder the documents' ids are relative to (see `load_documents`)."""
         passages = passages_to_build(passages, mode)
         directory = Path(out_dir)
-        if (directory / MANIFEST).exists() and not overwrite:
-            raise ConfigError(f"An index already exists at {directory}",
-                              "Pass overwrite=True (--overwrite) to replace it, or load it and "
-                              "call add() to extend it.")
+        if not overwrite:
+            cls.refuse_existing(directory)
         if mode != "bm25" and not hasattr(embedder, "embed"):
             embedder = get_embedder(embedder or "minilm", use_cache=use_cache)
         searcher = PassageSearcher.build(passages, mode, embedder=embedder,
@@ -84,6 +149,7 @@ class Index:
                        "dim": searcher.embedder.dim,
                        "faiss_factory": faiss_factory} if searcher.uses_dense else None),
             "rrf_k": rrf_k,
+            "root": str(Path(root).resolve()) if root is not None else None,
         }
         directory.mkdir(parents=True, exist_ok=True)
         (directory / MANIFEST).unlink(missing_ok=True)  # invalid until the new one is written
@@ -93,6 +159,15 @@ class Index:
         _write_passages(directory / PASSAGES, passages, append=False)
         index._save_parts_and_manifest()
         return index
+
+    @staticmethod
+    def refuse_existing(directory: str | Path) -> None:
+        """Raise IndexExistsError when `directory` holds an index (what `build` does unless told
+        to overwrite), so that a caller can check before it loads any document."""
+        if (Path(directory) / MANIFEST).exists():
+            raise IndexExistsError(f"An index already exists at {directory}",
+                                   "Pass overwrite=True to replace it, or extend it with "
+                                   "Index.load(directory).add(passages).")
 
     @classmethod
     def load(cls, directory: str | Path, *, embedder: Embedder | None = None,
@@ -161,6 +236,12 @@ class Index:
         """Every indexed passage, in index order (read-only use)."""
         return self._searcher.passages
 
+    @property
+    def root(self) -> Path | None:
+        """The folder the documents' ids are relative to; None for an index built without one."""
+        root = self.manifest.get("root")
+        return Path(root) if root else None
+
     def counts(self) -> dict[str, Any]:
         """Passages, documents and passages per source, as of the last save."""
         return self.manifest["counts"]
@@ -175,17 +256,30 @@ class Index:
         """The Retriever protocol."""
         return self.search(query, k)
 
-    def add(self, passages: Sequence[Passage], progress: bool = False) -> int:
-        """Add passages (ids must be new) and persist; returns how many were added."""
-        passages = list(passages)
-        if not passages:
-            return 0
-        check_unique_ids(passages, {p.id for p in self._searcher.passages})
-        self._searcher.add(passages, progress=progress)
-        _write_passages(self.directory / PASSAGES, passages, append=True)
+    def add(self, passages: Sequence[Passage], progress: bool = False) -> AddReport:
+        """Add passages document by document (new, replacing a changed one, or skipped when
+        unchanged; see the module docstring) and persist. A new passage may not take the id of
+        a passage of another document. Replacing rebuilds the search parts over every passage
+        (the embedding cache spares re-embedding the kept ones)."""
+        update = plan_update(list(passages), self._searcher.passages)
+        stale = {id(p) for p in update.stale}
+        kept = [p for p in self._searcher.passages if id(p) not in stale]
+        check_unique_ids(update.new, {p.id for p in kept})
+        if not update.new:
+            return update.report()
+        if update.stale:
+            old = self._searcher
+            self._searcher = PassageSearcher.build(
+                kept + update.new, old.mode, embedder=old.embedder, bm25_params=old.bm25_params,
+                faiss_factory=(self.manifest["dense"] or {}).get("faiss_factory", "Flat"),
+                rrf_k=old.rrf_k, fusion_depth=old.fusion_depth, progress=progress)
+            _write_passages(self.directory / PASSAGES, self._searcher.passages, append=False)
+        else:
+            self._searcher.add(update.new, progress=progress)
+            _write_passages(self.directory / PASSAGES, update.new, append=True)
         self.manifest["updated"] = _now()
         self._save_parts_and_manifest()
-        return len(passages)
+        return update.report()
 
     # ----- persistence -----
 
@@ -231,8 +325,8 @@ def check_unique_ids(passages: list[Passage], existing: set[str]) -> None:
     for passage in passages:
         if passage.id in seen:
             raise DataError(f"Duplicate passage id {passage.id!r}",
-                            "Passage ids must be unique in an index: use distinct document ids "
-                            "(or source names), or rebuild instead of adding the same file twice.")
+                            "Passage ids must be unique in an index: give the documents "
+                            "distinct ids.")
         seen.add(passage.id)
 
 

@@ -7,7 +7,7 @@ hits of a query are read. BM25 is LanceDB's native full-text index over the titl
 scores differ from bm25s'); dense search is an exact cosine scan of the stored vectors, embedded
 with the same embedders as `Index`; hybrid fuses the two rankings with the same reciprocal rank
 fusion. The settings an index was built with live in the table's schema metadata, so opening
-needs nothing but the URI.
+needs nothing but the URI. Adding documents again replaces or skips them as `Index.add` does.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,13 @@ from faithrag.errors import ConfigError, EmptyIndexError, RuntimeUnavailableErro
 from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.fusion import reciprocal_rank_fusion
-from faithrag.retrieval.index import check_unique_ids, passages_to_build
+from faithrag.retrieval.index import (
+    AddReport,
+    IndexExistsError,
+    check_unique_ids,
+    passages_to_build,
+    plan_update,
+)
 from faithrag.retrieval.searcher import index_text
 from faithrag.types import Passage
 
@@ -55,14 +62,16 @@ class LanceStore:
     def build(cls, passages: Sequence[Passage], uri: str, mode: str = "bm25", *,
               embedder: Embedder | str | None = None, table: str = TABLE,
               chunking: ChunkSettings | None = None, rrf_k: int = 60, use_cache: bool = True,
-              overwrite: bool = False, progress: bool = False) -> LanceStore:
+              overwrite: bool = False, progress: bool = False,
+              root: str | Path | None = None) -> LanceStore:
+        """Store `passages` in table `table` at `uri`; the settings, and `root` (the folder the
+        documents' ids are relative to), are kept in the table's metadata."""
         passages = passages_to_build(passages, mode)
         lancedb, pa = _import_lancedb()
         db = lancedb.connect(uri)
-        if _open_table(db, table) is not None:
-            if not overwrite:
-                raise ConfigError(f"A table {table!r} already exists in {uri}.",
-                                  "Pass --overwrite to replace it, or --add to extend it.")
+        if not overwrite:
+            cls.refuse_existing(uri, table=table)
+        elif _open_table(db, table) is not None:
             db.drop_table(table)
         if mode != "bm25" and not hasattr(embedder, "embed"):
             embedder = get_embedder(embedder or "minilm", use_cache=use_cache)
@@ -73,6 +82,7 @@ class LanceStore:
             "chunking": chunking.as_dict() if chunking else None, "rrf_k": rrf_k,
             "dense": {"embedder": embedder.name, "identity": embedder.identity,
                       "dim": embedder.dim} if dense else None,
+            "root": str(Path(root).resolve()) if root is not None else None,
         }
         fields = [pa.field(name, pa.string()) for name in [*_COLUMNS, _INDEXED]]
         if dense:
@@ -86,6 +96,16 @@ class LanceStore:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 handle.create_fts_index(_INDEXED, use_tantivy=False, replace=True)
         return store
+
+    @staticmethod
+    def refuse_existing(uri: str, *, table: str = TABLE) -> None:
+        """Raise IndexExistsError when the table exists (what `build` does unless told to
+        overwrite), so that a caller can check before it loads any document."""
+        lancedb, _ = _import_lancedb()
+        if _open_table(lancedb.connect(uri), table) is not None:
+            raise IndexExistsError(f"A table {table!r} already exists in {uri}.",
+                                   "Pass overwrite=True to replace it, or extend it with "
+                                   "LanceStore.open(uri).add(passages).")
 
     @classmethod
     def open(cls, uri: str, *, table: str = TABLE, embedder: Embedder | None = None,
@@ -132,6 +152,12 @@ class LanceStore:
         for batch in query.to_batches(_BATCH):
             yield from (_passage(row) for row in batch.to_pylist())
 
+    @property
+    def root(self) -> Path | None:
+        """The folder the documents' ids are relative to; None for a store built without one."""
+        root = self.manifest.get("root")
+        return Path(root) if root else None
+
     def counts(self) -> dict[str, Any]:
         return {"passages": len(self)}
 
@@ -163,16 +189,23 @@ class LanceStore:
             out.append(passage)
         return out
 
-    def add(self, passages: Sequence[Passage], progress: bool = False) -> int:
-        """Add passages (ids must be new); the full-text index takes them in at once (LanceDB
-        searches rows it has not indexed yet) and `optimize` folds them in."""
+    def add(self, passages: Sequence[Passage], progress: bool = False) -> AddReport:
+        """Add passages document by document, as `Index.add` does (the stored passages are
+        streamed once to find the incoming documents' old passages). The full-text index takes
+        new rows in at once (LanceDB searches rows it has not indexed yet) and `optimize` folds
+        them in."""
         passages = list(passages)
         if not passages:
-            return 0
-        check_unique_ids(passages, self._existing_ids([p.id for p in passages]))
-        self._write(passages, progress)
-        self._table.optimize()
-        return len(passages)
+            return AddReport(0, 0, 0)
+        update = plan_update(passages, self.passages)
+        stale = {p.id for p in update.stale}
+        check_unique_ids(update.new, self._existing_ids([p.id for p in update.new]) - stale)
+        if update.new:
+            for chunk in _batches(sorted(stale)):
+                self._table.delete(f"id IN ({_sql_strings(chunk)})")
+            self._write(update.new, progress)
+            self._table.optimize()
+        return update.report()
 
     # ----- internals -----
 
@@ -209,13 +242,20 @@ class LanceStore:
 
     def _existing_ids(self, ids: list[str]) -> set[str]:
         found: set[str] = set()
-        for start in range(0, len(ids), _BATCH):
-            chunk = ids[start:start + _BATCH]
-            quoted = ", ".join("'" + pid.replace("'", "''") + "'" for pid in chunk)
-            rows = (self._table.search().where(f"id IN ({quoted})").select(["id"])
+        for chunk in _batches(ids):
+            rows = (self._table.search().where(f"id IN ({_sql_strings(chunk)})").select(["id"])
                     .limit(len(chunk)).to_list())
             found.update(row["id"] for row in rows)
         return found
+
+
+def _batches(ids: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _BATCH):
+        yield ids[start:start + _BATCH]
+
+
+def _sql_strings(values: list[str]) -> str:
+    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
 
 
 def _passage(row: dict[str, Any]) -> Passage:

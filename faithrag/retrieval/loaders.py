@@ -1,15 +1,23 @@
 """Load documents from .txt, .md and .jsonl files or from folders of them.
 
-Document ids are stable: a file's path relative to the folder it was found in (prefixed with that
-folder's name), or the file name when a file is given directly; a jsonl line uses its "id" field,
-else `<file id>:<line number>`. `source` is the configured source name, else the file's id, so
-trust can be configured per source later.
+A file's id is its path relative to a root folder, whatever way the path was spelled
+(`more`, `./more/`, `more/n.txt` and an absolute path name the same file the same way); a file
+outside the root is named by its absolute path. The root is given (an index keeps the one it was
+built with, so that adding a file again finds it), or else it is the folder that holds every
+given path: a folder `more` gives ids `more/...`, a file `more/n.txt` alone gives `n.txt`. A
+file reached twice (given twice, or also inside a given folder) is read once.
+
+A .txt or .md document's id is its file's id; a jsonl line uses its "id" field, else
+`<file id>:<line number>`. Every document's `meta` holds `file` (its file's id, which an index
+uses to replace a changed file's passages) and `path` (the path as it was reached). `source` is the
+configured source name, else the file's id, so trust can be configured per source later.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +28,11 @@ from faithrag.errors import DataError
 SUPPORTED_SUFFIXES = (".txt", ".md", ".jsonl")
 
 log = logging.getLogger(__name__)
+
+
+class MalformedDocumentError(DataError):
+    """A jsonl line is not a document. The hint names the Python argument; the command line
+    words it with its own flags."""
 
 
 class _MalformedLine(Exception):
@@ -47,16 +60,24 @@ def load_documents(
     *,
     source: str | None = None,
     skip_malformed: bool = False,
+    root: str | Path | None = None,
 ) -> LoadResult:
     """Read every supported file under `paths` (folders are walked recursively, in sorted order,
-    skipping hidden entries). A malformed jsonl line raises DataError naming `file:line`; with
-    `skip_malformed=True` it is skipped and counted instead."""
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
+    skipping hidden entries); ids are relative to `root` (default: `documents_root(paths)`). A
+    malformed jsonl line raises DataError naming `file:line`; with `skip_malformed=True` it is
+    skipped and counted instead.
+
+    Example: `load_documents(["notes", "more/n.txt"], root=".")` gives ids `notes/a.txt`, ...,
+    `more/n.txt`; so does `load_documents("more/n.txt", root=".")` for that file.
+    """
+    given = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    base = Path(root).resolve() if root is not None else documents_root(given)
     result = LoadResult(documents=[])
-    for root in (Path(p) for p in paths):
-        for path, file_id in _files(root):
-            _load_file(path, file_id, source, skip_malformed, result)
+    read: set[Path] = set()
+    for path, location in (found for p in given for found in _files(p)):
+        if location not in read:
+            read.add(location)
+            _load_file(path, _id_under(base, location), source, skip_malformed, result)
     _check_unique_ids(result.documents)
     if result.skipped_lines:
         log.warning("skipped %d malformed jsonl line(s); first: %s",
@@ -64,21 +85,38 @@ def load_documents(
     return result
 
 
-def _files(root: Path) -> list[tuple[Path, str]]:
-    if not root.exists():
-        raise DataError(f"Path not found: {root}", "Pass an existing file or folder.")
-    if root.is_file():
-        if root.suffix.lower() not in SUPPORTED_SUFFIXES:
-            raise DataError(f"Unsupported file type: {root}",
+def documents_root(paths: Iterable[str | Path]) -> Path:
+    """The default root of `load_documents`: the deepest folder that holds every given path."""
+    parents = [os.fspath(Path(p).resolve().parent) for p in paths]
+    return Path(os.path.commonpath(parents)) if parents else Path.cwd()
+
+
+def _id_under(root: Path, location: Path) -> str:
+    """The id of the file at the absolute `location`: its path relative to `root`, or its
+    absolute path when it lies outside `root`."""
+    try:
+        return location.relative_to(root).as_posix()
+    except ValueError:
+        return location.as_posix()
+
+
+def _files(given: Path) -> list[tuple[Path, Path]]:
+    """(path as reached, absolute location) of every supported file at `given`."""
+    if not given.exists():
+        raise DataError(f"Path not found: {given}", "Pass an existing file or folder.")
+    if given.is_file():
+        if given.suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise DataError(f"Unsupported file type: {given}",
                             f"Supported: {', '.join(SUPPORTED_SUFFIXES)}.")
-        return [(root, root.name)]
+        return [(given, given.resolve())]
     found = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
+    folder = given.resolve()
+    for path in sorted(given.rglob("*")):
+        rel = path.relative_to(given)
         if any(part.startswith(".") for part in rel.parts):
             continue
         if path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES:
-            found.append((path, f"{root.resolve().name}/{rel.as_posix()}"))
+            found.append((path, folder / rel))
     return found
 
 
@@ -97,7 +135,7 @@ def _load_file(path: Path, file_id: str, source: str | None, skip_malformed: boo
     if suffix != ".jsonl":
         title = _markdown_title(text) if suffix == ".md" else ""
         result.documents.append(Document(file_id, text, title, source or file_id,
-                                         {"path": str(path)}))
+                                         {"path": str(path), "file": file_id}))
         return
     # lines end at "\n" only: str.splitlines would also split inside strings that hold U+2028,
     # U+2029 or U+0085, which JSON writers leave unescaped
@@ -109,16 +147,16 @@ def _load_file(path: Path, file_id: str, source: str | None, skip_malformed: boo
         except _MalformedLine as exc:
             where = f"{path}:{line_no}"
             if not skip_malformed:
-                raise DataError(f"{where}: {exc}",
-                                "Fix the line, or load with skip_malformed=True "
-                                "(--skip-malformed) to skip bad lines.") from exc
+                raise MalformedDocumentError(
+                    f"{where}: {exc}", "Fix the line, or skip malformed lines (they are "
+                    "counted) with load_documents(..., skip_malformed=True).") from exc
             result.skipped_lines += 1
             result.warnings.append(f"{where}: {exc}")
             continue
         doc_id = str(row["id"]) if row.get("id") is not None else f"{file_id}:{line_no}"
         result.documents.append(Document(doc_id, row["text"], row.get("title") or "",
                                          source or file_id,
-                                         {"path": str(path), "line": line_no}))
+                                         {"path": str(path), "file": file_id, "line": line_no}))
 
 
 def _parse_jsonl_line(line: str) -> dict[str, Any]:

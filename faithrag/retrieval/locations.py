@@ -25,10 +25,18 @@ def open_index(location: str | Path, *, use_cache: bool = True) -> Index | Lance
     return Index.load(location, use_cache=use_cache)
 
 
+def refuse_existing(location: str | Path) -> None:
+    """IndexExistsError when an index is already at `location` (checked before any work)."""
+    if is_lancedb(location):
+        LanceStore.refuse_existing(str(location)[len(LANCEDB_PREFIX):])
+    else:
+        Index.refuse_existing(location)
+
+
 def build_index(passages: Sequence[Passage], location: str | Path, mode: str,
                 **settings: Any) -> Index | LanceStore:
     """`Index.build` or `LanceStore.build` with the same settings (embedder, chunking, rrf_k,
-    use_cache, overwrite, progress)."""
+    use_cache, overwrite, progress, root)."""
     if is_lancedb(location):
         return LanceStore.build(passages, str(location)[len(LANCEDB_PREFIX):], mode, **settings)
     return Index.build(passages, location, mode, **settings)

@@ -7,7 +7,7 @@ import pytest
 from faithrag import __version__
 from faithrag.errors import ConfigError, DataError, EmptyIndexError
 from faithrag.retrieval.chunking import ChunkSettings
-from faithrag.retrieval.index import Index
+from faithrag.retrieval.index import AddReport, Index, IndexExistsError
 from faithrag.types import Passage
 
 
@@ -44,15 +44,63 @@ def test_add_is_incremental_and_persisted(tmp_path, corpus_passages, hashing_emb
     out = tmp_path / "ix"
     index = Index.build(corpus_passages[:1], out, mode="hybrid", embedder=hashing_embedder)
     created = index.manifest["created"]
-    assert index.add(corpus_passages[1:]) == 2
+    assert index.add(corpus_passages[1:]) == AddReport(added=2, removed=0, unchanged=0)
     hashing_embedder.calls.clear()
     loaded = Index.load(out, embedder=hashing_embedder)
     assert len(loaded) == 3 and loaded.manifest["counts"]["passages"] == 3
     assert loaded.manifest["created"] == created
     assert loaded.search("Apollo Moon landing", 1)[0].id == "docs/moon.txt#0"
     assert hashing_embedder.calls == [["Apollo Moon landing"]]  # passages were not re-embedded
-    with pytest.raises(DataError, match="Duplicate"):
-        loaded.add(corpus_passages[:1])
+
+
+def _file(name: str, texts: list[str]) -> list[Passage]:
+    """The passages chunk_documents makes of file `name`."""
+    return [Passage(f"{name}#{n}", text, "", name, None, {"file": name, "doc_id": name})
+            for n, text in enumerate(texts)]
+
+
+def test_adding_a_document_again_skips_it_unchanged_and_replaces_it_changed(tmp_path):
+    out = tmp_path / "ix"
+    Index.build(_file("a.txt", ["Alpha one.", "Alpha two."]) + _file("b.txt", ["Beta."]), out)
+    index = Index.load(out)
+    files = {f: (out / f).read_bytes() for f in ("manifest.json", "passages.jsonl")}
+    assert index.add(_file("a.txt", ["Alpha one.", "Alpha two."])) == AddReport(0, 0, 2)
+    assert {f: (out / f).read_bytes() for f in files} == files  # nothing was rewritten
+    assert [p.id for p in Index.load(out).passages] == ["a.txt#0", "a.txt#1", "b.txt#0"]
+
+    # shorter and reworded: both old passages go, even the one whose id does not come back
+    assert index.add(_file("a.txt", ["Gamma."]) + _file("c.txt", ["Delta."])) == \
+        AddReport(added=2, removed=2, unchanged=0)
+    loaded = Index.load(out)
+    assert [(p.id, p.text) for p in loaded.passages] == [
+        ("b.txt#0", "Beta."), ("a.txt#0", "Gamma."), ("c.txt#0", "Delta.")]
+    assert loaded.search("alpha", 3) == [] and loaded.search("gamma", 1)[0].id == "a.txt#0"
+
+
+def test_a_passage_may_not_take_the_id_of_another_documents_passage(tmp_path):
+    Index.build(_file("a.txt", ["Alpha."]), tmp_path / "ix")
+    index = Index.load(tmp_path / "ix")
+    intruder = Passage("a.txt#0", "Other.", "", "b.txt", None, {"file": "b.txt"})
+    with pytest.raises(DataError, match="Duplicate passage id 'a.txt#0'"):
+        index.add([intruder])
+    assert [p.text for p in Index.load(tmp_path / "ix").passages] == ["Alpha."]
+
+
+def test_root_is_kept_and_an_index_built_without_one_still_loads(tmp_path):
+    index = Index.build(_file("a.txt", ["Alpha."]), tmp_path / "ix", root=tmp_path)
+    assert index.root == tmp_path.resolve() == Index.load(tmp_path / "ix").root
+    manifest_path = tmp_path / "ix" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["root"]  # as written before the root was kept
+    manifest_path.write_text(json.dumps(manifest))
+    old = Index.load(tmp_path / "ix")
+    assert old.root is None and old.search("alpha", 1)[0].id == "a.txt#0"
+    # its passages have no "file": a document is matched by its id
+    legacy = Passage("a.txt#0", "Alpha.", "", "a.txt", None, {"doc_id": "a.txt"})
+    (tmp_path / "ix" / "passages.jsonl").write_text(json.dumps(
+        {"id": legacy.id, "text": legacy.text, "title": "", "source": "a.txt",
+         "meta": legacy.meta}) + "\n")
+    assert Index.load(tmp_path / "ix").add(_file("a.txt", ["Alpha."])) == AddReport(0, 0, 1)
 
 
 def test_empty_input_raises_empty_index_error(tmp_path):
@@ -73,8 +121,9 @@ def test_loading_missing_or_foreign_directory_is_clear(tmp_path):
 
 def test_existing_index_needs_overwrite(tmp_path, corpus_passages):
     Index.build(corpus_passages, tmp_path / "ix")
-    with pytest.raises(ConfigError, match="already exists"):
+    with pytest.raises(IndexExistsError, match="already exists") as err:
         Index.build(corpus_passages, tmp_path / "ix")
+    assert "overwrite=True" in err.value.hint and "Index.load(directory).add" in err.value.hint
     replaced = Index.build(corpus_passages[:1], tmp_path / "ix", overwrite=True)
     assert len(Index.load(tmp_path / "ix")) == len(replaced) == 1
 

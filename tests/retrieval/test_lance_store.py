@@ -6,7 +6,7 @@ import pytest
 
 from faithrag.errors import ConfigError, DataError, EmptyIndexError, RuntimeUnavailableError
 from faithrag.retrieval.chunking import ChunkSettings
-from faithrag.retrieval.index import Index
+from faithrag.retrieval.index import AddReport, Index, IndexExistsError
 from faithrag.retrieval.lance_store import LanceStore
 from faithrag.retrieval.locations import build_index, open_index
 from faithrag.types import Passage
@@ -56,21 +56,39 @@ def test_bm25_finds_by_words_and_misses_cleanly(tmp_path, corpus_passages):
 
 def test_added_passages_are_found_and_duplicates_refused(tmp_path, corpus_passages):
     store = LanceStore.build(corpus_passages[:1], str(tmp_path / "db"), "bm25")
-    assert store.add(corpus_passages[1:]) == 2 and len(store) == 3
+    assert store.add(corpus_passages[1:]) == AddReport(2, 0, 0) and len(store) == 3
     reopened = open_index(f"lancedb:{tmp_path / 'db'}")
     assert reopened.search("Photosynthesis", 1)[0].id == "n1#0"
     with pytest.raises(DataError, match="Duplicate passage id 'n1#0'"):
         reopened.add([Passage("new", "fresh text"), Passage("n1#0", "again")])
     assert len(reopened) == 3  # nothing of the refused batch was written
-    assert reopened.add([Passage("it's", "a quoted id")]) == 1
-    with pytest.raises(DataError):
-        reopened.add([Passage("it's", "the same quoted id")])
+    assert reopened.add([Passage("it's", "a quoted id")]) == AddReport(1, 0, 0)
+    assert reopened.add([Passage("it's", "a new text")]) == AddReport(1, 1, 0)
+    assert [p.text for p in reopened.passages if p.id == "it's"] == ["a new text"]
+
+
+def test_adding_a_document_again_skips_it_unchanged_and_replaces_it_changed(tmp_path):
+    def file(name, texts):
+        return [Passage(f"{name}#{n}", text, "", name, None, {"file": name})
+                for n, text in enumerate(texts)]
+
+    uri = str(tmp_path / "db")
+    LanceStore.build(file("a.txt", ["Alpha one.", "Alpha two."]) + file("b.txt", ["Beta."]),
+                     uri, "bm25", root=tmp_path)
+    store = open_index(f"lancedb:{uri}")
+    assert store.root == tmp_path.resolve()
+    assert store.add(file("a.txt", ["Alpha one.", "Alpha two."])) == AddReport(0, 0, 2)
+    assert store.add(file("a.txt", ["Gamma."])) == AddReport(1, 2, 0)
+    assert sorted((p.id, p.text) for p in store.passages) == [("a.txt#0", "Gamma."),
+                                                               ("b.txt#0", "Beta.")]
+    assert store.search("alpha", 3) == [] and store.search("gamma", 1)[0].id == "a.txt#0"
 
 
 def test_existing_table_needs_overwrite(tmp_path, corpus_passages):
     LanceStore.build(corpus_passages, str(tmp_path / "db"), "bm25")
-    with pytest.raises(ConfigError, match="already exists"):
+    with pytest.raises(IndexExistsError, match="already exists") as err:
         LanceStore.build(corpus_passages, str(tmp_path / "db"), "bm25")
+    assert "overwrite=True" in err.value.hint and "LanceStore.open(uri).add" in err.value.hint
     replaced = LanceStore.build(corpus_passages[:1], str(tmp_path / "db"), "bm25",
                                 overwrite=True)
     assert len(replaced) == 1

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from faithrag.errors import DataError
-from faithrag.retrieval.loaders import load_documents
+from faithrag.retrieval.loaders import MalformedDocumentError, load_documents
 
 
 def write_jsonl(path, rows):
@@ -50,11 +50,11 @@ def test_configured_source_name_overrides_file_source(tmp_path):
 def test_malformed_jsonl_line_raises_with_file_and_line(tmp_path, bad_line, reason):
     path = tmp_path / "d.jsonl"
     write_jsonl(path, [{"text": "good"}, "", bad_line])
-    with pytest.raises(DataError) as err:
+    with pytest.raises(MalformedDocumentError) as err:
         load_documents(path)
     assert f"{path}:3" in err.value.message
     assert reason in err.value.message
-    assert "skip" in err.value.hint
+    assert "load_documents(..., skip_malformed=True)" in err.value.hint
 
 
 def test_malformed_jsonl_lines_skipped_and_counted_with_flag(tmp_path):
@@ -91,3 +91,52 @@ def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     assert [d.text for d in load_documents(path).documents] == [r["text"] for r in rows]
+
+
+@pytest.fixture
+def project(tmp_path):
+    """tmp/project/more/{n.txt, sub/x.md}"""
+    more = tmp_path / "project" / "more"
+    (more / "sub").mkdir(parents=True)
+    (more / "n.txt").write_text("Note.", encoding="utf-8")
+    (more / "sub" / "x.md").write_text("# X\n\nBody.", encoding="utf-8")
+    return tmp_path / "project"
+
+
+def test_ids_under_a_root_do_not_depend_on_how_the_path_is_spelled(project, monkeypatch):
+    monkeypatch.chdir(project)
+    spellings = ["more/n.txt", "./more/n.txt", "more/sub/../n.txt", str(project / "more/n.txt")]
+    for spelling in spellings:
+        docs = load_documents(spelling, root=project).documents
+        assert [(d.id, d.meta["file"]) for d in docs] == [("more/n.txt", "more/n.txt")]
+    monkeypatch.chdir(project / "more" / "sub")
+    assert [d.id for d in load_documents("..", root=project).documents] == \
+        ["more/n.txt", "more/sub/x.md"]
+    assert [d.id for d in load_documents("x.md", root="../..").documents] == ["more/sub/x.md"]
+
+
+def test_default_root_is_the_folder_holding_the_given_paths(project, monkeypatch):
+    monkeypatch.chdir(project)
+    assert [d.id for d in load_documents("more").documents] == ["more/n.txt", "more/sub/x.md"]
+    assert [d.id for d in load_documents("./more/").documents] == ["more/n.txt", "more/sub/x.md"]
+    assert [d.id for d in load_documents("more/n.txt").documents] == ["n.txt"]
+    assert [d.id for d in load_documents(["more/n.txt", "more/sub/x.md"]).documents] == \
+        ["n.txt", "sub/x.md"]
+
+
+def test_a_file_reached_twice_is_read_once(project):
+    docs = load_documents([project / "more", project / "more" / "n.txt"]).documents
+    assert [d.id for d in docs] == ["more/n.txt", "more/sub/x.md"]
+
+
+def test_a_file_outside_the_root_is_named_by_its_absolute_path(project, tmp_path):
+    (tmp_path / "elsewhere.txt").write_text("Away.", encoding="utf-8")
+    docs = load_documents(tmp_path / "elsewhere.txt", root=project).documents
+    assert [d.id for d in docs] == [(tmp_path / "elsewhere.txt").resolve().as_posix()]
+
+
+def test_jsonl_documents_name_their_file(project):
+    write_jsonl(project / "more" / "rows.jsonl", [{"id": "r1", "text": "One."}, {"text": "Two."}])
+    docs = load_documents(project / "more" / "rows.jsonl", root=project).documents
+    assert [(d.id, d.meta["file"]) for d in docs] == [
+        ("r1", "more/rows.jsonl"), ("more/rows.jsonl:2", "more/rows.jsonl")]

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from faithrag.llm.base import LLM, GenerationRequest, Message
+from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
     fit,
@@ -77,8 +78,9 @@ def synthesis_request(llm: LLM, question: Question, passages: Sequence[Passage],
     """`candidates`: (answer, rationale, Ψ), best first."""
     titles = [p.title for p in passages]
     shown = "\n".join(
-        f'<candidate rank="{i}" score="{score:.3f}">Answer: {answer}. Rationale: {rationale}'
-        f"</candidate>" for i, (answer, rationale, score) in enumerate(candidates, 1))
+        f'<candidate rank="{i}" score="{score:.3f}">Answer: {neutralise_tags(answer)}. '
+        f"Rationale: {neutralise_tags(rationale)}</candidate>"
+        for i, (answer, rationale, score) in enumerate(candidates, 1))
     closing = ("Answer with the text of exactly one option, nothing else." if question.choices
                else "Answer with yes or no only." if asks_yes_or_no(question.text)
                else "Answer with a short phrase only, no explanation.")

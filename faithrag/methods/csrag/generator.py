@@ -78,7 +78,8 @@ class CSRAG:
         self.facts_cache = facts_cache
         if self.config.ablation_grid and self.config.answer_mode == "json":
             raise ConfigError("csrag.ablation_grid needs choice-scored answers.",
-                              "Use --method csrag_choices or csrag_json_scored: the cells are "
+                              "Set csrag.answer_mode to choices or json_scored (--method "
+                              "csrag_choices or csrag_json_scored): the cells are "
                               "read off one forward pass there, whereas a JSON answer needs one "
                               "decode per cell.")
 
