@@ -11,7 +11,7 @@ The public API:
 - `Pipeline.from_config` builds every pipeline (the CLI, the server and the evaluation harness
   use it too); `Config` is the typed configuration it validates; `Result` what a run returns.
 - `load_llm` loads a model from an `LLMConfig`; `FakeLLM` is the scripted model for tests.
-- `index_documents` builds or extends an on-disk index; `faithrag.registry.register` adds a stage.
+- `index_documents` builds an on-disk index and `add_documents` extends one; `faithrag.registry.register` adds a stage.
 - Every error a user can cause is a `FaithragError` with a `hint`.
 """
 
@@ -23,7 +23,7 @@ from faithrag.llm import load_llm
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage
 from faithrag.pipeline import Pipeline, Result
-from faithrag.retrieval.corpus import index_documents
+from faithrag.retrieval.corpus import add_documents, index_documents
 from faithrag.types import Answer, Passage, Question, Step, Trace
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Step",
     "Trace",
     "__version__",
+    "add_documents",
     "index_documents",
     "load_llm",
 ]

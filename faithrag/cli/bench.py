@@ -11,11 +11,11 @@ from faithrag.cli.common import (
     add_method_options,
     add_model_options,
     config_from_args,
-    llm_from_config,
 )
 from faithrag.cli.eval import add_data_options, run_spec, spec_from_args
 from faithrag.eval.bench import breakdown, measure_rates, render_breakdown
 from faithrag.eval.run_dir import ResultsFile
+from faithrag.llm import load_llm
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     spec = spec_from_args(args, config.pipeline.method)
-    llm = llm_from_config(config)
+    llm = load_llm(config.llm)
     rates = measure_rates(llm)
     with tempfile.TemporaryDirectory(prefix="faithrag-bench-") as tmp:
         out = Path(args.out or tmp)

@@ -9,9 +9,6 @@ from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
-from faithrag.retrieval import ChunkSettings
-from faithrag.retrieval.corpus import read_passages
-from faithrag.types import Passage
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -81,9 +78,3 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def llm_from_config(config: Config, copies: int = 1) -> LLM:
     """The configured LLM; `copies` embedded models for that many concurrent items."""
     return load_llm(config.llm, copies)
-
-
-def passages_from_docs(path: str, config: Config, skip_malformed: bool = False) -> list[Passage]:
-    return read_passages(path, ChunkSettings(config.retrieval.chunk_tokens,
-                                             config.retrieval.chunk_overlap),
-                         skip_malformed=skip_malformed)

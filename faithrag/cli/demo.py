@@ -8,7 +8,7 @@ import sys
 from importlib.resources import files
 
 from faithrag.answers import containment
-from faithrag.cli.common import add_model_options, config_from_args, passages_from_docs
+from faithrag.cli.common import add_model_options, config_from_args
 from faithrag.config import tomllib
 from faithrag.explain import render_explanation
 from faithrag.llm import load_llm
@@ -42,14 +42,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faithrag.retrieval import InMemoryRetriever
+    from faithrag.retrieval import ChunkSettings, InMemoryRetriever
+    from faithrag.retrieval.corpus import read_passages
 
     demo = files("faithrag") / "data" / "demo"
     cases = tomllib.loads((demo / "cases.toml").read_text(encoding="utf-8"))["case"]
     base = config_from_args(args)
     if not base.antisyco.kb:  # what the anti-sycophancy verifier trusts: a curated folder
         base.antisyco.kb = str(demo / "trusted")
-    passages = passages_from_docs(str(demo / "corpus"), base)
+    passages = read_passages(str(demo / "corpus"), ChunkSettings(base.retrieval.chunk_tokens,
+                                                                 base.retrieval.chunk_overlap))
     retriever = InMemoryRetriever(passages, mode=base.retrieval.mode)
     llm = load_llm(base.llm)
     print(f"faithrag demo: {len(passages)} passages, model {llm.name}\n")

@@ -10,7 +10,6 @@ from faithrag.cli.common import (
     add_method_options,
     add_model_options,
     config_from_args,
-    llm_from_config,
 )
 from faithrag.config import Config
 from faithrag.errors import ConfigError
@@ -18,6 +17,7 @@ from faithrag.eval.datasets import load_dataset
 from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval
 from faithrag.eval.runner import FREE_FORM_METRICS, EvalSpec, run_eval
+from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.pipeline import Pipeline
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                          cpus_per_worker=config.llm.n_threads or 1)
         llm = None
     else:
-        ray, llm = None, llm_from_config(config, copies=args.workers)
+        ray, llm = None, load_llm(config.llm, args.workers)
     summary = run_spec(spec, config, llm, args, args.out, workers=args.workers,
                        progress=not args.no_progress, ray=ray)
     if "ranking" in summary:

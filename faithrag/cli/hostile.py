@@ -21,10 +21,10 @@ from faithrag.cli.common import (
     add_method_options,
     add_model_options,
     config_from_args,
-    llm_from_config,
 )
 from faithrag.eval.hostile_runner import RETRIEVALS, render_markdown, run_hostile, summarize_dirs
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
+from faithrag.llm import load_llm
 from faithrag.pipeline import Pipeline
 
 
@@ -59,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     setting = build_setting(args.setting, args.data_dir)
-    llm = llm_from_config(config, copies=args.workers)
+    llm = load_llm(config.llm, args.workers)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,
                           limit=args.limit, k=args.k, poison_count=args.poison_count,
                           positions=args.poison_positions, workers=args.workers,

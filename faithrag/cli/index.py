@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
-from faithrag.cli.common import add_model_options, config_from_args, llm_from_config
+from faithrag.cli.common import add_model_options, config_from_args
 from faithrag.config import Config, cache_dir
-from faithrag.types import Passage
+from faithrag.llm import load_llm
+from faithrag.retrieval.corpus import add_documents, index_documents
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,54 +40,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faithrag.errors import ConfigError
-    from faithrag.retrieval import ChunkSettings, build_index, documents_root, open_index
-    from faithrag.retrieval.locations import refuse_existing
-
     config = config_from_args(args)
-    mode = args.mode or config.retrieval.mode
-    if not args.add and not args.overwrite:
-        refuse_existing(args.out)
     if args.add:
-        index = open_index(args.out, use_cache=config.use_cache)
-        if args.mode and args.mode != index.manifest["mode"]:
-            raise ConfigError(f"{args.out} is a {index.manifest['mode']} index; --mode "
-                              f"{args.mode} cannot apply to the passages added to it.",
-                              "Drop --mode, or build a new index.")
-        recorded = index.manifest.get("chunking")
-        if recorded:  # added documents are chunked as the index's own were
-            config = config.model_copy(update={"retrieval": config.retrieval.model_copy(update={
-                "chunk_tokens": recorded["max_tokens"], "chunk_overlap": recorded["overlap"]})})
-        # an index built without a root keeps the ids of its time: relative to PATH's folder
-        root = index.root or documents_root([args.path])
-        report = index.add(_passages(args.path, config, args.skip_malformed, root),
-                           progress=True)
+        index, report = add_documents(args.path, args.out, config=config, mode=args.mode,
+                                      skip_malformed=args.skip_malformed, progress=True)
         print(f"{args.out}: added {report.added} passages of new or changed documents, "
               f"removed {report.removed} old passages of changed ones, skipped "
               f"{report.unchanged} unchanged passages (now {len(index)})")
     else:
-        root = documents_root([args.path])
-        passages = _passages(args.path, config, args.skip_malformed, root)
-        chunking = ChunkSettings(config.retrieval.chunk_tokens, config.retrieval.chunk_overlap)
-        index = build_index(passages, args.out, mode, embedder=config.retrieval.embedder,
-                            chunking=chunking, rrf_k=config.retrieval.rrf_k,
-                            use_cache=config.use_cache, overwrite=args.overwrite, progress=True,
-                            root=root)
-        print(f"indexed {len(index)} passages into {args.out} ({mode})")
+        index = index_documents(args.path, args.out, config=config, mode=args.mode,
+                                overwrite=args.overwrite, skip_malformed=args.skip_malformed,
+                                progress=True)
+        print(f"indexed {len(index)} passages into {args.out} "
+              f"({index.manifest['mode']})")
     print(json.dumps(index.counts()))
     if args.paraphrase:
         paraphrase_index(list(index.passages), config, args.batch)
     return 0
-
-
-def _passages(path: str, config: Config, skip_malformed: bool, root: Path) -> list[Passage]:
-    from faithrag.retrieval import chunk_documents, load_documents
-
-    loaded = load_documents(path, skip_malformed=skip_malformed, root=root)
-    for warning in loaded.warnings:
-        print(f"faithrag: warning: {warning}", file=sys.stderr)
-    return chunk_documents(loaded.documents, config.retrieval.chunk_tokens,
-                           config.retrieval.chunk_overlap)
 
 
 def paraphrase_index(passages, config: Config, batch: int) -> None:
@@ -102,7 +70,7 @@ def paraphrase_index(passages, config: Config, batch: int) -> None:
     if not config.use_cache:
         raise ConfigError("--paraphrase fills the paraphrase cache, but use_cache is off.",
                           "Set use_cache = true.")
-    paraphraser = Paraphraser(llm_from_config(config), config.csrag.paraphrase_tokens,
+    paraphraser = Paraphraser(load_llm(config.llm), config.csrag.paraphrase_tokens,
                               JsonCache(cache_dir() / "csrag" / "paraphrases"))
     status = {"ok": 0, "partial": 0, "failed": 0, "cached": 0}
     trace = Trace()
