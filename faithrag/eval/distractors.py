@@ -9,8 +9,7 @@ similar to its question and do not answer it:
 - not answering: a passage that contains any gold alias of the item (SQuAD-normalised
   whole-token containment, title included) is skipped, and so is one that contains it in smart
   EM's canonical form ("two moons" for gold "2", "20 July 1969" for "July 20, 1969"), since the
-  CF-RAG benchmarks score with smart EM (from the thirteenth session on; earlier runs were
-  selected by the first rule alone).
+  CF-RAG benchmarks score with smart EM.
 The lists are nested (the 2 chosen for N=2 are the first 2 of the 4 chosen for N=4), so a
 sweep over N measures only the added distraction. Distractors get ids `<item id>#d<i>`, source
 "distractor" and `meta["injected"] = True`; they are appended after the item's own passages."""

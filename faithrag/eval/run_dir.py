@@ -64,8 +64,8 @@ def code_version() -> str:
 def platform_identity() -> str:
     """The CPU and llama.cpp build this process computes on. Greedy decoding is exact on one
     machine and build, but not across them: other SIMD kernels round differently, so a near-tie
-    in the logits can fall the other way and a long reply can differ (BENCHMARKS.md measures how
-    often). A run that resumes elsewhere records both."""
+    in the logits can fall the other way and a long reply can differ (BENCHMARKS.md, section
+    "Reproducibility across machines"). A run that resumes elsewhere records both."""
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():

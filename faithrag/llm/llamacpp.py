@@ -1,52 +1,51 @@
 """Embedded llama.cpp backend (llama-cpp-python), with exact control of prompt tokens and logits.
 
-The model and context are driven through llama-cpp-python's thin wrappers (`_internals`) and the
-llama.cpp C API rather than the high-level `Llama` class, because we need three things it does
-not give: model parameters set before loading (`use_extra_bufts`, see `_avoid_amx_crash`),
-logits for several positions of one short batch (choice scoring) without `logits_all=True`
-(which would allocate n_ctx x n_vocab floats: 2.5 GB for a 152k vocabulary at n_ctx 4096), and
-our own decoding loop, where the per-request bias is one dense vector added to the logits.
+Implements `faithrag.llm.base.LLM` (tokenization, generation, choice scoring), with
+`score_choices_many` and `generate_then_score` done in one call each.
 
-Prompts are the GGUF's own chat template (`tokenizer.chat_template`) rendered with llama-cpp-
-python's Jinja2ChatFormatter. Control tokens (`<|im_start|>` ...) are parsed only where the
-template put them: message contents are tokenized as plain text, so a retrieved passage that
-contains "<|im_end|>" cannot close its turn.
+Contract:
+- Prompts are rendered with the GGUF's own chat template (`tokenizer.chat_template`, through
+  llama-cpp-python's Jinja2ChatFormatter). Control tokens (`<|im_start|>` ...) are parsed only
+  where the template put them; message contents are tokenized as plain text, so a retrieved
+  passage that contains "<|im_end|>" cannot close its turn.
+- Decoding is greedy at temperature 0. At temperature > 0 it samples from the full biased
+  softmax (no top-k/top-p) with a numpy generator seeded by (constructor seed, request seed).
+  A request's token bias is one dense vector added to the logits at every step; token log-probs
+  are the log-softmax of the biased logits (temperature 1).
+- A call's results are a function of its arguments: every call starts from an empty cache, so
+  reruns and resumed runs reproduce them exactly on one machine and build. Within a call,
+  `generate(list)` runs the requests in order and keeps the KV cache of the longest common token
+  prefix between consecutive prompts (and with the previous completion), so drafts sharing a
+  long prompt pay only for the part that differs. The cache is not reused across calls because
+  llama.cpp's logits depend on how a sequence was split into batches (one batch against a cached
+  prefix plus a tail), which would make an answer depend on what ran before it.
+  `generate_then_score` is one such call: it scores a slot built from its own reply from the
+  cache the reply left, instead of reading the prompt again.
+- `prefix_cache=True` keeps the prefixes a request marks as recurring (`cache_prefix`: leading
+  messages such as a system prompt and few-shot turns; `cache_prefix_text`: the start of the
+  message after them) between calls without giving that up: such a prefix is always evaluated on
+  its own, from an empty cache, and its keys/values are snapshotted and restored bit for bit when
+  it next leads a prompt, so the split is fixed by the request. That split differs from the
+  default single batch, so results with and without the option differ slightly.
+- `lookup_tokens > 0` (greedy only): after each pick, the tokens that followed the last
+  `lookup_ngram` tokens where they occurred before in the prompt or output (faithrag/llm/
+  lookup.py) are evaluated with it in one batch; every draft token the model's own pick confirms
+  costs no further pass, and the first mismatch drops the rest of the draft from the cache. The
+  picks are the same argmax over the same biased logits, but a batch of several tokens rounds
+  differently from one token at a time, so a near-tie can fall the other way and long outputs
+  can differ from plain decoding.
+- One sequence is decoded at a time (several sequences in one batch do not pay on a CPU).
+  Threads default to the usable cores; llama.cpp's threads spin-wait for each other, so on a
+  machine whose cores are busy with other processes set `n_threads` (config `llm.n_threads`) to 1.
 
-Decoding is greedy at temperature 0. At temperature > 0 we sample from the full biased softmax
-(no top-k/top-p) with a numpy generator seeded by (constructor seed, request seed). Token
-log-probs are always the log-softmax of the biased logits (temperature 1).
+Why not the high-level `Llama` class: we need model parameters set before loading
+(`use_extra_bufts`, see `_avoid_amx_crash`), logits for several positions of one short batch
+(choice scoring) without `logits_all=True` (which allocates n_ctx x n_vocab floats), and our own
+decoding loop for the per-request bias. The model and context are driven through
+llama-cpp-python's thin wrappers (`_internals`) and the llama.cpp C API.
 
-Threads default to the usable cores. llama.cpp's threads spin-wait for each other, so when other
-processes keep the cores busy, fewer threads is far faster (tiny model, 2 shared cores: 2-3 tok/s
-with 2 threads, 30-50 with 1); set n_threads (config `llm.n_threads`) on shared machines.
-
-llama.cpp decodes one sequence at a time here: `generate(list)` runs the requests in order and,
-within the call, keeps the KV cache of the longest common token prefix between consecutive
-prompts (and with the previous completion), so drafts sharing a long prompt only pay for the part
-that differs. Every call starts from an empty cache. The reason: llama.cpp's numbers depend on
-how a sequence was split into batches (a prompt evaluated in one batch vs. as a cached prefix
-plus a tail differs by 0.3-0.8 in the last position's logits, measured on all three presets), so
-reusing a cache across calls would make a request's answer depend on what ran before it. This
-way a call's results are a function of its arguments: reruns and resumed runs reproduce them
-exactly. `generate_then_score` is one such call: it scores a slot built from its own reply from
-the cache the reply left, instead of reading the prompt again.
-
-With `prefix_cache=True` the leading messages a request marks as recurring (`cache_prefix`:
-system prompt, few-shot turns; `cache_prefix_text`: the start of the message after them, such as
-passages followed by an instruction that changes) are kept between calls, without giving that up:
-such a prefix is always evaluated on its own, from an empty cache, and its keys/values are
-snapshotted (llama.cpp's per-sequence state) and restored bit for bit the next time it leads a
-prompt. The split is then fixed by the request, not by what ran before. It differs from the
-default single-batch split, so results with and without the option differ in the same small way
-as above.
-
-With `lookup_tokens > 0`, greedy decoding drafts: after each pick, the tokens that followed the
-last `lookup_ngram` tokens where they occurred before in the prompt or output (faithrag/llm/
-lookup.py) are evaluated with it in one batch, and every draft token that the model's own pick
-at that position confirms costs no further pass; the first mismatch drops the rest of the draft
-from the cache. The picks are the same argmax over the same biased logits, but a batch of several
-tokens rounds differently from one token at a time, so near-ties can fall the other way and long
-outputs can differ from plain decoding (measured in BENCHMARKS.md). Sampling never drafts.
+Speed per preset, the cost of the bias, of lookup drafts and of the prefix cache: BENCHMARKS.md,
+section "Performance".
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ def lookup_draft(history: Sequence[int], ngram: int, max_tokens: int) -> list[in
 class LookupDrafter:
     """Drafts for one generation, their length adapted to how much of the last one the model
     confirmed: two more after a draft kept whole, one more than was kept after a rejection, but
-    never below `min_tokens`. On this CPU a pass over 2 to 4 tokens costs ~1.7x a pass over one
-    (BENCHMARKS.md): a one-token draft pays that for at most one token, whereas a four-token
-    draft pays it for up to four."""
+    never below `min_tokens`. On a CPU a pass over a few tokens costs more than a pass over one
+    (BENCHMARKS.md, section "Prompt-lookup drafts"): a one-token draft pays that for at most one
+    token, whereas a four-token draft pays it for up to four."""
 
     def __init__(self, max_tokens: int, ngram: int, min_tokens: int = 4):
         self.max_tokens = max_tokens

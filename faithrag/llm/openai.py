@@ -21,7 +21,7 @@ llama-cpp-python's server is the one exercised by the tests):
   default in its server; the context window is not exposed (pass `context_window`); no chat
   template endpoint (a local GGUF tokenizer renders the GGUF's template exactly as it does).
   Echoed prompt log-probs (0.3.36) are right only when the prompt starts with the BOS token,
-  and cost ~0.1 s per prompt token (a Python sort of the vocabulary per token).
+  and are slow (a Python sort of the vocabulary per prompt token).
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
@@ -497,7 +497,7 @@ class OpenAICompatLLM:
             Needs the chat template and prompt log-probs (vLLM; llama-cpp-python only when the
             prompt starts with the BOS token, e.g. SmolLM2's ChatML: its echo log-probs are
             shifted otherwise, which is detected, refused and remembered; not llama-server nor
-            OpenAI). Slow on llama-cpp-python: ~0.1 s per prompt token.
+            OpenAI). Slow on llama-cpp-python (a sort of the vocabulary per prompt token).
         Without (b), a choice missing from the top 20 scores -inf with a warning; if all are
         missing, or (a) does not apply, ServerRejectedError says why.
         """

@@ -170,7 +170,7 @@ class TransformersLLM:
     `n_ctx`: the context window, capped at the model's maximum positions (default: that maximum).
     `n_threads`: torch's intra-op threads (process-wide); default: torch's own choice.
     `torch_dtype`: float32 | bfloat16 | float16. bfloat16 halves memory and is fast on CPUs with
-        AVX512-BF16 or AMX (3.5x float32's prompt speed on this machine); elsewhere prefer
+        AVX512-BF16 or AMX (several times float32's prompt speed there); elsewhere prefer
         float32. float16 is slow on most CPUs.
     `max_batch`: the most requests decoded together by `generate`.
     `seed`: combined with each request's seed for sampling at temperature > 0.

@@ -22,9 +22,8 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      than half of its words occur there) is the model's memory, not the knowledge base, and a
      reply that the passages do not say ("not stated", "unknown") is no answer: both
      contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state
-     contradictions; on a probe of 8 claims it called every one CONTRADICTED, or every one
-     TRUE, depending on the wording. It answers questions from passages well, which is all this
-     mode asks of it.
+     contradictions (its verdicts followed the prompt's wording, not the passages), while it
+     answers questions from passages well, which is all this mode asks of it.
 4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold: the answer is
    redone from the contradicting trusted passages (told that an earlier answer contradicted
    them, but not shown it). Otherwise FALLBACK when relevance <
@@ -371,7 +370,7 @@ class AntiSycophancyVerifier:
     def _repair(self, question: Question, contradicted: list[ClaimCheck],
                 step: Step) -> Answer:
         """Re-answer from the contradicting trusted passages. The refuted draft is not shown:
-        given it, the default model copied it back in the repair (RAMDocs, 1 of 2 repairs)."""
+        given it, the default model could copy it back into the repair."""
         evidence = list({p.id: p for c in contradicted for p in c.evidence}.values())
         titles = [p.title for p in evidence]
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM

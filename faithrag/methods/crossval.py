@@ -1,58 +1,56 @@
 """Cross-validated re-ranking: remove the false side of a passage conflict, then re-rank.
 
-Each round has two steps:
-1. Detect (listwise): the model reads the question and the numbered passages and names the one
-   pair whose conflict is the most evident, or None.
-2. Cross-validate (pairwise): the pair is shown as passages A and B beside the remaining
-   passages; the model judges A and B on consistency with the others, rationality and relevance
-   to the question, and names the false one, which is removed with the model's reason. The
-   prompt asks for A or B, as in the paper (offering "None" made the 1.5B model answer None
-   even for true conflicts). With `both_orders` (default; not in the paper) the pair is also
-   judged as (B, A) in the same generate() call and a passage is removed only when both
-   verdicts name it: the 1.5B model answered "A" whatever A was. A pair left standing (order-
-   dependent verdicts, or a reply that says None) removes nothing, and the next round's
-   detection is told that this pair was checked (naming it again counts as no conflict).
-   With `verdict="support"` (our alternative, for models whose pairwise verdict follows the
-   order the pair is shown in) the judgement is decomposed into calls a small model can make:
-   each side's answer to the question, read off that passage alone (one batched call), then,
-   for every other passage, the yes/no probability that it supports each answer (choice
-   scoring, no generation). An other passage votes for the answer whose log-odds of "Yes"
-   exceed the other answer's by at least `support_margin` (default 1 nat: odds e times
-   higher). The margin is relative because the 1.5B model's P(yes) is low and uncalibrated
-   (0.35 vs 0.08 for the right and the wrong answer, both below 0.5). The side with fewer votes
-   is removed. Same answers, a side that gives none, or a tied vote remove nothing. This checks
-   the paper's first criterion (consistency with the other passages) only, and like the
-   paper's verdict it takes any disagreement for a falsehood: two passages about different
-   entities of an ambiguous question (RAMDocs) lose one valid answer.
-   With `same_subject_check` (ours, off by default) either verdict first asks whether the pair
-   speaks of the same subject (choice scoring of Yes/No, both orders, log-odds averaged); below
-   `same_subject_threshold` (default -0.5, P(same) 0.38: like P(yes) above, the 1.5B model's
-   is low even for one subject) the pair is taken for two readings of an ambiguous question and
-   left standing (status "ambiguous"). The "support" verdict asks it only once the two sides'
-   answers differ.
-Rounds repeat while a conflict is found, at most `max_rounds` times. A round needs a pair plus
-at least one other passage to cross-validate against (the method trusts the majority over a lone
-dissenter; with two passages left there is no majority). An unreadable detection or verdict
-removes nothing and ends the rounds (counted in the trace).
-3. Re-rank (listwise): the passages left are ordered by relevance with the listwise step of
-`faithrag.methods.listwise` (same prompt and sliding window as the `listwise` baseline). With
-`final_order="first_stage"` (ours) they keep their incoming order instead and no ranking call
-is made: on ramdocs_rank the 1.5B model's listwise order cost crossval 0.07 nDCG@1 against
-BM25's, more than its removals gained.
+In: a question and its first-stage passages, best first. Out: a `RerankResult`: the passages
+left, ordered, and every removed passage with the reason (which passage it conflicted with and
+the verdict's words). Every call is recorded as a trace step.
 
-Detection and cross-validation see the first `window` passages in the incoming order (the
-retriever's best); passages beyond that are re-ranked but never removed.
+Each round, at most `max_rounds`:
+1. Detect (listwise): the model reads the question and the first `window` passages and names the
+   one pair whose conflict is the most evident, or none, which ends the rounds.
+2. Cross-validate: a verdict names the pair's false side, which is removed.
+   - `verdict="pairwise"` (the paper): the pair is shown as A and B beside the other passages and
+     the model judges them on consistency with the others, rationality and relevance, answering
+     A or B. With `both_orders` (default; ours) the pair is also judged as (B, A) in the same
+     call, and a passage is removed only when both verdicts name it.
+   - `verdict="support"` (ours, for models whose pairwise verdict follows the order of display):
+     each side's answer to the question, read off that passage alone, then for every other
+     passage the yes/no probability that it supports each answer (choice scoring). A passage
+     votes for the answer whose log-odds of "Yes" lead by at least `support_margin` nats (a
+     relative margin, since a small model's P(yes) is low and uncalibrated); the side with fewer
+     votes is removed. This checks the paper's first criterion (consistency) only.
+   - `same_subject_check` (ours, off by default): before removing, the model is asked whether
+     the two passages speak of one subject (Yes/No scored in both orders); below
+     `same_subject_threshold` the pair is taken for two readings of an ambiguous question and
+     left standing.
+3. Re-rank: the passages left are ordered with `faithrag.methods.listwise` (the `listwise`
+   baseline's prompt and sliding window), or, with `final_order="first_stage"` (ours), keep their
+   incoming order and no ranking call is made.
 
-Cost: detection and ranking prompts share their prefix (system message, question, numbered
-passages), so when all remaining passages fit one window the ranking request is sent in the same
-generate() call as each detection (the backend evaluates the shared prefix once). If no passage
-is removed after that detection, its ranking reply is the final ranking and no further call is
-made; otherwise it is discarded (a few dozen generated tokens) and the ranking runs afresh.
-Judging both orders doubles the cross-validation prompt (the two share only the question). The
-"support" verdict scores all its claims in one `score_choices_many` call, each passage's two
-claims next to each other, so the embedded backend reads each passage once, not twice. Detection
-marks the question and passages as a recurring prefix (`cache_prefix_text`): with
-`llm.prefix_cache` the embedded backend reads them once for all rounds, not once per round.
+Guarantees:
+- Only passages among the first `window` can be removed; the rest are re-ranked, never removed.
+- A round needs a pair plus at least one other passage (the method trusts the majority over a
+  lone dissenter), so at least two passages are always left.
+- Nothing is removed on an undecided verdict: order-dependent pairwise verdicts, a reply of None,
+  same answers on both sides, a side without an answer, a tied vote or a pair judged ambiguous.
+  Such a pair is named to the next round's detection as checked. An unreadable detection or
+  verdict removes nothing and ends the rounds (counted in the trace).
+- Like the paper's method, it takes any disagreement for a falsehood: two passages about
+  different entities of an ambiguous question can lose one valid answer (the same-subject check
+  is the guard).
+
+Cost: when all passages fit one window the ranking request rides in the same generate() call
+as each detection (shared prefix, evaluated once) and is reused if nothing is removed. Judging
+both orders doubles the pairwise prompt. The support verdict scores all its claims in one
+`score_choices_many` call, so each passage is read once. Detection marks the question and
+passages as a recurring prefix (`cache_prefix_text`), which `llm.prefix_cache` keeps across
+rounds.
+
+Measured behaviour on the default model (no signal from the pairwise verdict, where the support
+verdict acts and where it does not, cost per query): BENCHMARKS.md, section "Cross-validated
+re-ranking".
+
+Example: `faithrag ask "Who founded X?" --docs docs/ --rerank crossval --set rerank.verdict=support
+--explain` prints the detected pairs, the verdicts and the removed passages.
 """
 
 from __future__ import annotations

@@ -27,19 +27,17 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
 - A hypothesis' rationale is by default not written by the model (`cfrag.rationale`): each draft
   is vanilla's short-answer prompt over its subset, and the rationale is the subset's sentence
   closest to question + answer (rationale.py). Asked for "Rationale: ... Answer: ...", the 1.5B
-  default model got 6 of the first 20 hotpotqa_distractor items right where vanilla's prompt
-  got 10, on the same five passages (benchmarks/cfrag_draft_prompt.py). "generated" is the
-  paper's form, for models that write both well.
+  default model reasoned itself onto the wrong passage and answered worse than with vanilla's
+  prompt on the same passages (BENCHMARKS.md, section "CF-RAG"). "generated" is the paper's
+  form, for models that write both well.
 - Coherence (eq. 9–10) is the mean clipped cosine between the hypothesis (answer + rationale)
   and the passages of its subset: the equations themselves were not available here.
 - Spectral clustering uses σ = median pairwise distance and clamps K to max(1, min(K, n // 2)).
 - Stratified sampling: every cluster contributes max(1, round(B·|C|/n)) passages (B = 4) to
   each subset; a subset that repeats an earlier one is redrawn, then dropped. Optionally
-  (`cfrag.anchor_top`, off by default) every subset keeps the passage most relevant to the
-  question (until the thirteenth session: the pool's first, most relevant to any query): in
-  hotpotqa_distractor at 16 injected, 53 drafts had a subset without the answer passage that
-  their pool held, and 1 was right (benchmarks/cfrag_subsets.py). At n = 100 and 16 injected
-  it changed the answers by +3 points on PopQA and −3 on HotpotQA (BENCHMARKS.md).
+  (`cfrag.anchor_top`, off by default; not in the paper) every subset keeps the passage most
+  relevant to the question, so that a decisive passage the pool holds reaches every draft
+  (what evidence division costs, and what the anchor changes: BENCHMARKS.md, section "CF-RAG").
 - s(q, e) of the causal score is an LLM yes/no judge (default) or the bi-encoder, not a
   cross-encoder: no cross-encoder with packaged weights exists offline. The judge scores only
   the passages that some usable hypothesis was drafted from.

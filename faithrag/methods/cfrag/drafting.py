@@ -36,7 +36,7 @@ AUXILIARIES = frozenset({
 def asks_yes_or_no(text: str) -> bool:
     """"Are Pothos and Laelia both plants?" yes; "Is Paris or Lyon larger?" and "Where is X?"
     no. Only such questions are told to answer yes or no: told so on every question, the 1.5B
-    default model answered "Yes" to wh-questions (hotpotqa_distractor, 2026-11-24)."""
+    default model answered "Yes" to wh-questions."""
     words = re.findall(r"[a-z']+", text.lower())
     return bool(words) and words[0] in AUXILIARIES and "or" not in words
 
