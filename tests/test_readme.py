@@ -57,3 +57,33 @@ def test_the_quickstart_runs_on_the_tiny_model(workdir, monkeypatch, capsys, tin
     assert "saw " in out and "'stages'" in out
     stages = [line for line in out.splitlines() if line.startswith("{")]
     assert stages and "crossval" in stages[0] and "antisyco" in stages[0]
+
+
+def documented_commands() -> list[str]:
+    """Every `faithrag ...` command in the README's and docs' shell blocks and CLI table."""
+    texts = [README.read_text(encoding="utf-8")] + [
+        p.read_text(encoding="utf-8") for p in sorted((README.parent / "docs").glob("*.md"))]
+    commands = []
+    for text in texts:
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+            joined = block.replace("\\\n", " ")
+            commands += [line.split("#")[0].strip() for line in joined.splitlines()
+                         if line.strip().startswith("faithrag ")]
+        commands += [cell.split(" (or")[0] for cell in re.findall(r"^\| `(faithrag [^`]+)`",
+                                                                 text, re.MULTILINE)]
+    return commands
+
+
+def test_every_documented_command_parses():
+    import shlex
+
+    from faithrag.cli import build_parser
+
+    commands = documented_commands()
+    assert len(commands) >= 10
+    parser = build_parser()
+    for command in commands:
+        try:
+            parser.parse_args(shlex.split(command)[1:])
+        except SystemExit as exc:
+            raise AssertionError(f"documented command does not parse: {command}") from exc
