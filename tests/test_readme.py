@@ -48,9 +48,11 @@ def test_the_quickstart_runs_as_written(workdir, monkeypatch, capsys):
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_the_quickstart_runs_on_the_tiny_model(workdir, monkeypatch, capsys, tiny_gguf):
-    real = faithrag.llm.load_llm
-    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: real(
+def test_the_quickstart_runs_on_the_tiny_model(tiny_gguf, workdir, monkeypatch, capsys):
+    real_load, real_resolve = faithrag.llm.load_llm, faithrag.llm.models.resolve_model
+    monkeypatch.setattr(faithrag.llm.models, "resolve_model", lambda model: real_resolve(
+        str(tiny_gguf) if model == "default" else model))
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: real_load(
         config.model_copy(update={"model": str(tiny_gguf), "n_threads": 1})))
     exec(compile(quickstart(), "README.md", "exec"), {})  # noqa: S102 (the README, as written)
     out = capsys.readouterr().out
