@@ -120,9 +120,9 @@ def test_user_mistakes_are_one_clear_error(args, message, docs, capsys):
 def test_empty_docs_and_missing_index(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert main(["ask", "q?", "--docs", str(empty), "--model", "tiny"]) == 2
+    assert main(["ask", "q?", "--docs", str(empty), "--set", "llm.backend=fake"]) == 2
     assert "No text found" in capsys.readouterr().err
-    assert main(["ask", "q?", "--index", str(tmp_path / "none"), "--model", "tiny"]) == 2
+    assert main(["ask", "q?", "--index", str(tmp_path / "none"), "--set", "llm.backend=fake"]) == 2
     assert "No index" in capsys.readouterr().err
 
 
