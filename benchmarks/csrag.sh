@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CSRAG measurements (issue 4): main table, non-conflict check, ablations. Resumable: re-run the
+# CSRAG measurements: main table, non-conflict check, ablations. Resumable: re-run the
 # same command to continue; paraphrases and facts are cached, so ablations pay only for answers.
 #   N=200 N_ABL=100 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|grid|all]
 #   N=200 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh table

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Anti-sycophancy verification on real hostile retrieval (issue 6): for every setting (KRE
+# Anti-sycophancy verification on real hostile retrieval: for every setting (KRE
 # musique and squad, RAMDocs, PoisonedRAG; see faithrag/eval/hostile_settings.py), clean and
 # hostile retrieval, vanilla + the antisyco verifier; dev split, first N items. The verifier's
 # draft is the vanilla pipeline's answer (same retrieval and prompt, every llama.cpp call starts

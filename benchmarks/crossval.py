@@ -1,20 +1,21 @@
-"""How often crossval's cross-validation step names the false side of a KNOWN conflicting pair.
+"""Cross-validated re-ranking (faithrag.methods.crossval) under the microscope, one sub-command
+per analysis.
 
-Detection aside, the method stands on this verdict. For each ranking item holding a contrary
-passage and a relevant non-contrary one, the pair (true, contrary) is judged with the item's
-remaining passages as the cross-checking evidence, by either verdict of `rerank.verdict`:
+`verdicts`: how often crossval's cross-validation step names the false side of a KNOWN
+conflicting pair (loads the model). Detection aside, the method stands on this verdict. For each
+ranking item holding a contrary passage and a relevant non-contrary one, the pair (true,
+contrary) is judged with the item's remaining passages as the cross-checking evidence, by:
 - pairwise (the paper's): crossval's own validation prompt in both orders (true shown as A,
   then contrary shown as A), in one generate() call. Per order it records the generated verdict
   (as the method reads it) and P(A) vs P(B) scored right after the model's own "False passage:"
   line, so that the position bias can be averaged out: P(contrary false) = mean over the two
   orders of P(label the contrary passage had).
 - support: each side's answer, then each other passage's yes/no support for it; the side with
-  fewer votes is removed (faithrag.methods.crossval).
+  fewer votes is removed.
 - support with `--time-shared-prefix`: the support verdict also run with one scoring call per
   claim (the backend's `score_choices_many` hidden), in alternating order with the default
   shared-prefix call; prints the median seconds of the claim scoring each way, the median
-  per-pair ratio, and whether the two ways reach the same verdict (their scores differ only by
-  llama.cpp's batch rounding).
+  per-pair ratio, and whether the two ways reach the same verdict.
 - guard (`rerank.same_subject_check`, not a verdict): the log-odds that the pair speaks of the
   same subject, for the known (true, contrary) pair, which should pass, and, where the item has
   two valid passages giving different answers (an ambiguous question: RAMDocs), for that pair,
@@ -22,22 +23,44 @@ remaining passages as the cross-checking evidence, by either verdict of `rerank.
   many of each kind pass.
 - likelihood (a diagnostic for the paper's "rationality" criterion, not a verdict): the log-
   probability of each side as the model's own reply to a neutral request for a factual passage
-  on the question (passages cut as crossval cuts them). On kre_conflict_rank no other passage
-  speaks to either side, so a likelihood test is the one judgement left; it can only work if
-  the false side is the less probable one. Prints how often it is, by the total and by the
-  per-token log-probability.
-- truth (the same criterion asked outright, also a diagnostic): for a contrary passage that is
-  an edited copy of the true one (kre_conflict_rank), the first run of sentences the two state
-  differently, each side's judged closed-book: the log-odds of "Yes" to "Is this statement
-  true?" with no passage shown. Prints how often the contrary side's statement scores lower.
+  on the question (passages cut as crossval cuts them); it can only work if the false side is
+  the less probable one. Prints how often it is, by the total and the per-token log-probability.
+- truth (the same criterion asked outright, a diagnostic): for a contrary passage that is an
+  edited copy of the true one (kre_conflict_rank), the first run of sentences the two state
+  differently, each judged closed-book: the log-odds of "Yes" to "Is this statement true?"
+  with no passage shown. Prints how often the contrary side's statement scores lower.
 Prints, per verdict, how often the contrary passage would be removed (the pairwise verdict
 removes only when both orders agree), how often the true one would, and the order-averaged
 accuracy. One JSON line per item in --out, resumable.
 
-    python benchmarks/crossval_verdicts.py --dataset ramdocs_rank --items 30 \
-      --verdicts support pairwise --out runs/verdicts.jsonl
-    python benchmarks/crossval_verdicts.py --dataset kre_conflict_rank --offset 500 --items 30 \
-      --verdicts support --out runs/verdicts-kre-squad.jsonl
+    python benchmarks/crossval.py verdicts --dataset ramdocs_rank --items 20 --verdicts support \
+      --out runs/crossval/ramdocs_rank-support.jsonl
+
+`removals`: what a run's verdicts did to each kind of passage pair, from its traces (no model).
+Every pair crossval judged (a `crossval.validate` step) is classed by the dataset's roles of its
+two passages (ramdocs_rank: `correct`, `misinfo` = the contrary passage, `noise`) and by the
+outcome: a side removed (the contrary side or another) or, where nothing was removed, the step's
+status: no two different answers ("none"), tied support, the two orders' verdicts disagreeing,
+the same-subject check, or an unreadable reply. For `correct`–`correct` pairs the two
+documents' answers are both gold answers, two valid readings of an ambiguous question: removing
+either side is wrong. Under the "support" verdict a second table splits the pairs with no two
+answers by why: neither side's passage gave an answer ("NOT STATED"), one side's did not, or
+both gave the same answer. The last table crosses the removed passage's role with the kept one's.
+With `--guard OUT` the same-subject check is replayed on every removed pair (loads the model):
+the log-odds that the two passages speak of the same subject (crossval asks it after the two
+answers differ and before the support votes, so on a removed pair it decides alone whether the
+removal stands). One JSON line per pair in OUT, resumable; then, per kind of removal and
+threshold, how many the check would have left standing. Later detection rounds are not
+replayed: a pair left standing may change what they pick.
+
+    python benchmarks/crossval.py removals results/rerank200/ramdocs_rank-crossval-support
+
+`ceiling`: what removing the contrary passages alone could give a re-ranking run (no model).
+Each ranking is scored as recorded and again with every contrary passage taken out and the rest
+left in order, which is what a perfect verdict would leave for the listwise step to re-order. On
+the retriever's order ("none") this bounds how much nDCG@1 crossval can gain by removal alone.
+
+    python benchmarks/crossval.py ceiling results/rerank200/ramdocs_rank-none
 """
 
 from __future__ import annotations
@@ -47,23 +70,27 @@ import difflib
 import json
 import re
 import statistics
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from crossval_removals import no_answer_reason
-
 from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
-from faithrag.eval.stats import wilson_interval
+from faithrag.eval.ranking_metrics import ranking_metrics
+from faithrag.eval.report import load_run
+from faithrag.eval.stats import bootstrap_ci, wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import ChoiceRequest, Message
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
+from faithrag.methods.listwise import cut_text
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict
 from faithrag.retrieval.chunking import sentence_spans
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds
 from faithrag.types import Question, Trace
+
+# ---------------------------------------------------------------- verdicts on known pairs
 
 _VERDICT_LINE = re.compile(r"false passage\s*:", re.IGNORECASE)
 LIKELIHOOD_SYSTEM = "You write accurate, factual encyclopedia passages."
@@ -134,7 +161,8 @@ def likelihood(reranker, question: Question, true, contrary) -> dict:
     messages = (Message("system", LIKELIHOOD_SYSTEM),
                 Message("user", LIKELIHOOD_REQUEST.format(question=question.text.strip())))
     scores = reranker.llm.score_choices(ChoiceRequest(
-        messages, (reranker._cut(true), reranker._cut(contrary)), purpose="likelihood"))
+        messages, (cut_text(reranker.llm, true.text, reranker.passage_tokens),
+                   cut_text(reranker.llm, contrary.text, reranker.passage_tokens)), purpose="likelihood"))
     return {"logprob": scores.logprobs, "tokens": scores.token_counts}
 
 
@@ -224,7 +252,7 @@ def pairwise(reranker, question: Question, true, contrary, others) -> dict:
     trace = Trace()
     orders = [(true, contrary), (contrary, true)]
     with trace.step("rerank", "verdicts") as step:
-        requests = [reranker._validation_request(question, x, y, others, step) for x, y in orders]
+        requests = [reranker.validation_request(question, x, y, others, step) for x, y in orders]
     replies = [c.text for c in reranker.llm.generate(requests)]
     record = {"orders": []}
     for (x, _), request, reply in zip(orders, requests, replies):
@@ -360,21 +388,7 @@ def summarise(records: list[dict]) -> None:
           f"{statistics.median(r['p_contrary_false'] for r in records):.2f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="ramdocs_rank")
-    parser.add_argument("--data-dir")
-    parser.add_argument("--items", type=int, default=30)
-    parser.add_argument("--offset", type=int, default=0,
-                        help="skip the set's first items (kre_conflict_rank: 500 = its SQuAD half)")
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard", "likelihood", "truth"),
-                        default=["support", "pairwise"])
-    parser.add_argument("--time-shared-prefix", action="store_true",
-                        help="also run the support verdict with one scoring call per claim")
-    parser.add_argument("--out", required=True, help="JSON lines, one per item (resumed)")
-    args = parser.parse_args()
+def verdicts(args: argparse.Namespace) -> int:
 
     config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads})
     out = Path(args.out)
@@ -402,7 +416,222 @@ def main() -> None:
             print(f"{len(records)}/{args.items} {item.id} (contrary {record['contrary']}): "
                   + progress(record), flush=True)
     summarise(records[: args.items])
+    return 0
+
+
+# ---------------------------------------------------------------- removals in a run's traces
+
+REMOVED_CONTRARY, REMOVED_OTHER = "removed the contrary side", "removed a non-contrary side"
+# the validate step's status where nothing was removed
+KEPT_BOTH = {"none": "no two answers", "tied": "tied", "inconsistent": "orders disagree",
+             "ambiguous": "two subjects", "failed": "unreadable"}
+OUTCOMES = (*KEPT_BOTH.values(), REMOVED_CONTRARY, REMOVED_OTHER)
+GUARD_THRESHOLDS = (-1.0, -0.5, 0.0)
+NO_ANSWER_REASONS = ("neither side answers", "one side answers", "same answer")
+
+
+def run_items(run_dir: str, data_dir: str | None = None) -> tuple[list[dict], dict[str, RankItem]]:
+    """The run's records and its dataset's items by id."""
+    run = load_run(run_dir)
+    return run.records, {item.id: item for item in load_dataset(run.dataset, data_dir).items}
+
+
+def judged_pairs(records: list[dict], items: dict[str, RankItem]) -> list[dict]:
+    """One row per judged pair: its two roles (sorted), the outcome, and for a removal the
+    removed and the kept passage's roles."""
+    rows = []
+    for record in records:
+        if record.get("error"):
+            continue
+        passages = {p.pid: p for p in items[record["id"]].passages}
+        for step in record.get("rerank_steps") or ():
+            if step["name"] != "crossval.validate":
+                continue
+            out = step["outputs"]
+            a, b = passages[out["A"]], passages[out["B"]]
+            row = {"id": record["id"], "pair": (a.pid, b.pid),
+                   "roles": tuple(sorted((a.role, b.role)))}
+            if out.get("false"):
+                removed, kept = passages[out["false"]], passages[out["kept"]]
+                row.update(removed=removed.role, kept=kept.role,
+                           outcome=REMOVED_CONTRARY if removed.is_contrary else REMOVED_OTHER)
+            else:
+                row["outcome"] = KEPT_BOTH[out["status"]]
+                if out["status"] == "none" and "answers" in out:
+                    row["no_answer_reason"] = no_answer_reason(out["answers"])
+            rows.append(row)
+    return rows
+
+
+def no_answer_reason(answers: list[str | None]) -> str:
+    """Why a "support" verdict found no two answers; None is a side whose passage did not give
+    one (a "NOT STATED" reply: an unreadable one ends the step with status "failed")."""
+    unstated = sum(answer is None for answer in answers)
+    return NO_ANSWER_REASONS[0] if unstated == 2 else NO_ANSWER_REASONS[1 if unstated else 2]
+
+
+def removal_kind(row: dict) -> str:
+    if row["outcome"] == REMOVED_CONTRARY:
+        return "contrary removed"
+    if row["roles"] == ("correct", "correct"):
+        return "one of two valid readings removed"
+    return "other non-contrary removal"
+
+
+def replay_guard(rows: list[dict], items: dict[str, RankItem], out: Path, config: Config
+                 ) -> list[dict]:
+    """The same-subject log-odds of every removed pair, read from OUT where already scored."""
+    scored = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    done = {(r["id"], tuple(r["pair"])) for r in scored}
+    todo = [row for row in rows if "removed" in row and (row["id"], row["pair"]) not in done]
+    if not todo:
+        return scored
+    reranker = build_crossval(load_llm(config.llm), config, None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as sink:
+        for n, row in enumerate(todo, 1):
+            item = items[row["id"]]
+            passages = {p.id: p for p in item.as_passages()}
+            with Trace().step("rerank", "guard replay") as step:
+                odds = reranker.same_subject(Question(item.query, item.id),
+                                             *(passages[pid] for pid in row["pair"]), step)
+            record = {"id": row["id"], "pair": list(row["pair"]), "kind": removal_kind(row),
+                      "log_odds": round(odds, 4)}
+            scored.append(record)
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            print(f"{n}/{len(todo)} {row['id']} {record['kind']}: {odds:+.2f}", flush=True)
+    return scored
+
+
+def print_guard(scored: list[dict]) -> None:
+    kinds = sorted({r["kind"] for r in scored})
+    print("\n| same-subject threshold | "
+          + " | ".join(f"{kind}: left standing" for kind in kinds)
+          + " | removals that stand | contrary among them |")
+    print("|---|" + "---|" * len(kinds) + "---:|---|")
+    for threshold in GUARD_THRESHOLDS:
+        stand = [r for r in scored if r["log_odds"] >= threshold]
+        right = sum(r["kind"] == "contrary removed" for r in stand)
+        cells = []
+        for kind in kinds:
+            odds = [r["log_odds"] for r in scored if r["kind"] == kind]
+            standing = sum(x < threshold for x in odds)
+            lo, hi = wilson_interval(standing, len(odds))
+            cells.append(f"{standing} / {len(odds)} ({100 * standing / len(odds):.0f} % "
+                         f"[{100 * lo:.0f}, {100 * hi:.0f}])")
+        share = f"{right} ({100 * right / len(stand):.0f} %)" if stand else "0"
+        print(f"| {threshold:+.1f} | " + " | ".join(cells) + f" | {len(stand)} | {share} |")
+
+
+def removals(args: argparse.Namespace) -> int:
+    records, items = run_items(args.run, args.data_dir)
+    rows = judged_pairs(records, items)
+    queries = len({row["id"] for row in rows})
+    print(f"{args.run}: {len(rows)} pairs judged in {queries} queries\n")
+    by_roles = Counter((row["roles"], row["outcome"]) for row in rows)
+    totals = Counter(row["outcome"] for row in rows)
+    columns = [o for o in OUTCOMES if totals[o] or o in (REMOVED_CONTRARY, REMOVED_OTHER)]
+    print("| pair (roles) | pairs | " + " | ".join(columns) + " |")
+    print("|---|---:|" + "---:|" * len(columns))
+    for roles in sorted({row["roles"] for row in rows}):
+        counts = [by_roles[(roles, outcome)] for outcome in columns]
+        print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+    print(f"| all | {len(rows)} | " + " | ".join(str(totals[o]) for o in columns) + " |\n")
+    reasons = Counter((row["roles"], row["no_answer_reason"]) for row in rows
+                      if "no_answer_reason" in row)
+    if reasons:
+        print("| pair (roles) | no two answers | " + " | ".join(NO_ANSWER_REASONS) + " |")
+        print("|---|---:|" + "---:|" * len(NO_ANSWER_REASONS))
+        for roles in sorted({roles for roles, _ in reasons}):
+            counts = [reasons[(roles, reason)] for reason in NO_ANSWER_REASONS]
+            print(f"| {' – '.join(roles)} | {sum(counts)} | " + " | ".join(map(str, counts)) + " |")
+        print()
+    removals = Counter((row["removed"], row["kept"]) for row in rows if "removed" in row)
+    print("| removed | kept | removals |\n|---|---|---:|")
+    for (removed, kept), count in removals.most_common():
+        print(f"| {removed} | {kept} | {count} |")
+    if args.guard:
+        config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads})
+        print_guard(replay_guard(rows, items, args.guard, config))
+    return 0
+
+
+# ---------------------------------------------------------------- ceiling of removal
+
+def run_ceiling(run_dir: str, data_dir: str | None = None) -> dict:
+    """nDCG@1 and contrary@1 of the run's rankings as recorded and with the contrary
+    passages removed, over the items where nDCG@1 is defined."""
+    run = load_run(run_dir)
+    items = {item.id: item for item in load_dataset(run.dataset, data_dir).items}
+    recorded, removed, contrary_top = [], [], 0
+    for record in run.records:
+        if record.get("ranking") is None or record.get("error"):
+            continue
+        item = items[record["id"]]
+        ranking = list(record["ranking"])
+        contrary = item.contrary_pids()
+        before = ranking_metrics(item, ranking, ks=(1,))
+        after = ranking_metrics(item, [pid for pid in ranking if pid not in contrary], ks=(1,))
+        if before["ndcg@1"] is None:
+            continue
+        recorded.append(before["ndcg@1"])
+        removed.append(after["ndcg@1"] or 0.0)
+        contrary_top += bool(before["contrary@1"])
+    return {"run": run.label or run_dir, "dataset": run.dataset, "n": len(recorded),
+            "ndcg@1": statistics.mean(recorded), "ndcg@1_ci": bootstrap_ci(recorded),
+            "contrary@1": contrary_top / len(recorded),
+            "contrary@1_ci": wilson_interval(contrary_top, len(recorded)),
+            "ndcg@1_without_contrary": statistics.mean(removed),
+            "ndcg@1_without_contrary_ci": bootstrap_ci(removed),
+            "gain": statistics.mean(removed) - statistics.mean(recorded)}
+
+
+def ceiling(args: argparse.Namespace) -> int:
+    print("| run | n | nDCG@1 | contrary@1 | nDCG@1, contrary removed | gain |")
+    print("|---|---:|---|---|---|---:|")
+    for run_dir in args.runs:
+        c = run_ceiling(run_dir, args.data_dir)
+        print(f"| {c['run']} ({c['dataset']}) | {c['n']} | {c['ndcg@1']:.3f} "
+              f"[{c['ndcg@1_ci'][0]:.3f}, {c['ndcg@1_ci'][1]:.3f}] | {c['contrary@1']:.1%} "
+              f"[{c['contrary@1_ci'][0]:.1%}, {c['contrary@1_ci'][1]:.1%}] | "
+              f"{c['ndcg@1_without_contrary']:.3f} [{c['ndcg@1_without_contrary_ci'][0]:.3f}, "
+              f"{c['ndcg@1_without_contrary_ci'][1]:.3f}] | {c['gain']:+.3f} |")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="analysis", required=True)
+    p = sub.add_parser("verdicts", help="the verdicts on known conflicting pairs (loads the model)")
+    p.add_argument("--dataset", default="ramdocs_rank")
+    p.add_argument("--data-dir")
+    p.add_argument("--items", type=int, default=30)
+    p.add_argument("--offset", type=int, default=0,
+                        help="skip the set's first items (kre_conflict_rank: 500 = its SQuAD half)")
+    p.add_argument("--model", default="default")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--verdicts", nargs="+", choices=("support", "pairwise", "guard", "likelihood", "truth"),
+                        default=["support", "pairwise"])
+    p.add_argument("--time-shared-prefix", action="store_true",
+                        help="also run the support verdict with one scoring call per claim")
+    p.add_argument("--out", required=True, help="JSON lines, one per item (resumed)")
+    p.set_defaults(handler=verdicts)
+    p = sub.add_parser("removals", help="what a run's verdicts did to each kind of pair")
+    p.add_argument("run", help="run directory of a crossval run")
+    p.add_argument("--data-dir")
+    p.add_argument("--guard", type=Path, metavar="OUT",
+                        help="replay the same-subject check on the removed pairs (JSON lines)")
+    p.add_argument("--model", default="default")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(handler=removals)
+    p = sub.add_parser("ceiling", help="re-ranking runs with every contrary passage taken out")
+    p.add_argument("runs", nargs="+", help="run directories of ranking sets")
+    p.add_argument("--data-dir")
+    p.set_defaults(handler=ceiling)
+    args = parser.parse_args(argv)
+    return args.handler(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

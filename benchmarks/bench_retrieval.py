@@ -1,13 +1,23 @@
-"""BM25 speed at 100k passages, single-threaded, on real text; plus the dense embedding rate.
+"""Retrieval speed on a 100k-passage corpus of real text, one core; one sub-command per measure.
 
 Corpus: every context and passage in <data>/*/dev.jsonl (read at run time, never copied),
 deduplicated and chunked like an index build (250 words, 50 overlap). When that gives fewer
 passages than --passages, the rest are synthetic: each takes one random real document, shuffles
 its sentences and fills up to the length of a random real chunk (continuing with another
 random document if it runs out), so vocabulary and term statistics stay those of the real text.
-Queries: real questions from the same files. Every timing is the median of --repeats runs.
+Queries: real questions from the same files.
 
-    python benchmarks/bench_bm25.py --out bm25.json
+`bm25`: BM25 index build and query rates (every timing the median of --repeats runs), against
+bm25s's own query path; plus the dense embedding rate.
+
+    python benchmarks/bench_retrieval.py bm25 --out bm25.json
+
+`lance`: BM25 in the in-memory Index against a LanceDB store (`lancedb:` URI): build time, disk,
+query rate, the memory a process needs to open each and answer queries, and how often the
+question's own context is in the top k. Each store is opened and queried in a fresh child
+process, so peak RSS is that process's alone.
+
+    python benchmarks/bench_retrieval.py lance --out lance.json
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,7 +102,7 @@ def median_time(fn, repeats: int) -> tuple[float, object]:
 
 
 def add_corpus_options(parser: argparse.ArgumentParser) -> None:
-    """The corpus and queries, shared with bench_lance_store.py."""
+    """The corpus and queries, the same for both measures."""
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
@@ -99,17 +110,7 @@ def add_corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_corpus_options(parser)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--native-queries", type=int, default=200,
-                        help="queries timed through bm25s' own retrieve, for comparison")
-    parser.add_argument("--embed-passages", type=int, default=2000)
-    parser.add_argument("--embed-threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    args = parser.parse_args()
-
+def bm25(args: argparse.Namespace) -> int:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"  # one core; set before numpy is first imported (below)
     import bm25s
@@ -176,6 +177,7 @@ def main() -> None:
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
+    return 0
 
 def bench_native_bm25s(passages: list[str], queries: list[str], args) -> float:
     """bm25s' own `retrieve` (numpy backend, one thread) on the same corpus, for comparison."""
@@ -237,5 +239,104 @@ def markdown(r: dict) -> str:
     return head + "\n".join(f"| {a} | {b} |" for a, b in rows)
 
 
+# ---------------------------------------------------------------- LanceDB store
+
+def query_child(location: str, queries_file: str, k: int) -> None:
+    """In a fresh process: open the index, answer every query one by one, report."""
+    from faithrag.retrieval import open_index
+
+    queries = json.loads(Path(queries_file).read_text())
+    start = time.perf_counter()
+    index = open_index(location, use_cache=False)
+    opened = time.perf_counter() - start
+    times, hits = [], []
+    for query in queries:
+        start = time.perf_counter()
+        hits.append([p.meta["origin"] for p in index.search(query, k)])
+        times.append(time.perf_counter() - start)
+    print(json.dumps({"open_s": opened, "median_query_ms": 1000 * statistics.median(times),
+                      "queries_per_s": len(times) / sum(times), "hits": hits,
+                      "peak_rss_mb": peak_rss_mb()}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited from the
+    parent across fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def lance(args: argparse.Namespace) -> int:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    if args.child:
+        query_child(args.child[0], args.child[1], int(args.child[2]))
+        return 0
+
+    from faithrag.retrieval import build_index
+    from faithrag.types import Passage
+
+    texts, questions = read_data(args.data)
+    corpus, origin, real = build_corpus(texts, args.passages, args.seed)
+    sampled = random.Random(args.seed).sample(questions, min(args.queries, len(questions)))
+    text_number = {t: n for n, t in enumerate(texts)}
+    passages = [Passage(f"p{i}", text, meta={"origin": origin[i]})
+                for i, text in enumerate(corpus)]
+    work = Path(tempfile.mkdtemp(prefix="bench_lance_"))
+    queries_file = work / "queries.json"
+    queries_file.write_text(json.dumps([q for q, _ in sampled]))
+    results: dict[str, object] = {"passages": len(passages), "real": real,
+                                  "queries": len(sampled), "k": args.k}
+    try:
+        for name, location, path in (("index", str(work / "ix"), work / "ix"),
+                                     ("lancedb", f"lancedb:{work / 'db'}", work / "db")):
+            start = time.perf_counter()
+            build_index(passages, location, "bm25", use_cache=False)
+            built = time.perf_counter() - start
+            child = subprocess.run(
+                [sys.executable, __file__, "lance", "--child", location, str(queries_file), str(args.k)],
+                check=False, capture_output=True, text=True)
+            if child.returncode:
+                sys.exit(f"{name}: the query process failed:\n{child.stderr[-2000:]}")
+            figures = json.loads(child.stdout.strip().splitlines()[-1])
+            hits = figures.pop("hits")
+            own = [(i, {text_number[t] for t in ctx}) for i, (_, ctx) in enumerate(sampled) if ctx]
+            found = sum(any(o in wanted for o in hits[i]) for i, wanted in own)
+            results[name] = {"build_s": round(built, 1), "disk_mb": round(disk_mib(path), 1),
+                             **{key: round(value, 2) for key, value in figures.items()},
+                             "own_context_recall_at_k": round(found / max(len(own), 1), 3)}
+            print(name, json.dumps(results[name]), file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="measure", required=True)
+    p = sub.add_parser("bm25", help="BM25 build and query rates, dense embedding rate")
+    add_corpus_options(p)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--native-queries", type=int, default=200,
+                   help="queries timed through bm25s' own retrieve, for comparison")
+    p.add_argument("--embed-passages", type=int, default=2000)
+    p.add_argument("--embed-threads", type=int, default=1)
+    p.add_argument("--out", type=Path, help="write the results as JSON here")
+    p.set_defaults(handler=bm25)
+    p = sub.add_parser("lance", help="the in-memory Index against a LanceDB store")
+    add_corpus_options(p)
+    p.add_argument("--out", type=Path, help="write the results as JSON here")
+    p.add_argument("--child", nargs=3, metavar=("LOCATION", "QUERIES", "K"),
+                   help=argparse.SUPPRESS)
+    p.set_defaults(handler=lance)
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
