@@ -81,7 +81,7 @@ for set in $SETS; do
 done
 
 if [ "$BATCH_ITEMS" -gt 0 ]; then
-  $PYTHON "$HERE/cfrag_batching.py" --dataset "$(echo "$SETS" | cut -d' ' -f1)" \
+  $PYTHON "$HERE/bench_prompt_sharing.py" cfrag-batching --dataset "$(echo "$SETS" | cut -d' ' -f1)" \
     --items "$BATCH_ITEMS" --model "$MODEL" --threads "$THREADS" \
     --distractors "$ABLATION_LEVEL" --json "$OUT/speed/batching.json"
 fi
