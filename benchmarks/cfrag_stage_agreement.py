@@ -73,7 +73,7 @@ def parse_slice(text: str) -> slice:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_a")
     parser.add_argument("run_b")
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--data-dir")
     parser.add_argument("--split", choices=SPLITS, default="drafts",
                         help="split the paired outcome by this stage being the same")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     dataset_a, a = scored_records(args.run_a)
     dataset_b, b = scored_records(args.run_b)
     if dataset_a != dataset_b:
