@@ -38,6 +38,8 @@ count as wrong (see metrics.record_correct).
   and seconds
   per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k, contrary@k),
   the paired comparisons when ``compare`` is set, and notes on skipped lines;
+- with ``by``, each run's accuracy per value of a field of its records or of the dataset's
+  items (``field_groups``);
 - ``summary.json``: the same figures, plus each run's manifest;
 - ``accuracy.png``: grouped bars of accuracy by method per dataset, Wilson 95% error bars
   (runs without a sweep);
@@ -47,8 +49,8 @@ count as wrong (see metrics.record_correct).
 The tables are written here; the plots are drawn by faithrag/eval/plots.py.
 
 Two tables are printed rather than written: ``paired_report(run_args, slices)``, the first run
-against each other run on the items both scored, whole or per slice of the dataset's item order
-(for re-ranking runs also nDCG@1, contrary@1 and what the first run's removals alone do); and
+against each other run on the items both scored, whole, per slice of the dataset's item order
+or per value of a field (for re-ranking runs also nDCG@1, contrary@1 and what the first run's removals alone do); and
 ``cells_report(run_dirs)``, every ablation cell of a run made with ``csrag.ablation_grid``
 against its unbiased cell, with the time and tokens per item.
 
@@ -204,8 +206,10 @@ def keep_common_items(runs: list[Run]) -> None:
 
 
 def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = False,
-           seed: int = 0, common: bool = False) -> ReportFiles:
-    """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``."""
+           seed: int = 0, common: bool = False, by: str | None = None,
+           data_dir: str | Path | None = None) -> ReportFiles:
+    """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``; with
+    ``by``, also each run's accuracy per value of that field (see ``field_groups``)."""
     if not run_dirs:
         raise DataError("no run directories given", hint=RUN_DIR_HINT)
     runs = [load_run(d) for d in run_dirs]
@@ -214,6 +218,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
     _assign_labels(runs)
     aggregates = [aggregate(run.records, seed=seed) for run in runs]
     comparisons = _comparisons(runs, seed) if compare else []
+    by_field = _by_field(runs, by, data_dir) if by else []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
@@ -227,7 +232,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
         plots.append(out / DISTRACTORS_PLOT)
     table = out / TABLE_FILE
     table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out,
-                               common), encoding="utf-8")
+                               common, (by, by_field) if by else None), encoding="utf-8")
     summary = out / SUMMARY_FILE
     summary.write_text(json.dumps(_finite({
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -241,6 +246,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
                               else None)}
                  for run, agg in zip(runs, aggregates)],
         "comparisons": comparisons,
+        "by": {"field": by, "groups": by_field} if by else None,
         "files": {"table": table.name, "plots": [p.name for p in plots]},
     }), indent=2, allow_nan=False, default=str), encoding="utf-8")
     return ReportFiles(table, summary, plots)
@@ -392,7 +398,8 @@ def _metric_names(aggregates: list[dict[str, Any]]) -> list[str]:
 
 def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
               comparisons: list[dict[str, Any]] | None, plots: list[Path], out: Path,
-              common: bool = False) -> str:
+              common: bool = False,
+              by_field: tuple[str, list[dict[str, Any]]] | None = None) -> str:
     datasets = _ordered(r.dataset for r in runs)
     labels = _ordered(r.label for r in runs)
     lines = ["# faithrag evaluation report", "",
@@ -438,6 +445,14 @@ def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
         ])
     lines += _table(header, rows)
     lines += _ranking_lines(runs, aggregates)
+
+    if by_field is not None:
+        field_name, groups = by_field
+        lines += ["", f"## Accuracy by {field_name}", "",
+                  "Each run's scored items grouped by their value of the field.", "",
+                  *_table(["dataset", "method", field_name, "n", "accuracy [Wilson 95%]"],
+                          [[g["dataset"], g["label"], g["value"], str(g["n"]),
+                            _wilson(g["correct"], g["n"])] for g in groups])]
 
     if comparisons is not None:
         lines += ["", "## Paired comparisons", "",
@@ -558,6 +573,50 @@ def distractor_series(runs: list[Run], aggregates: list[dict[str, Any]]
     return points
 
 
+# ---------------------------------------------------------------- slices of a run
+
+ITEM_PREFIX = "item."
+
+
+def field_groups(run: Run, field_path: str, ids: Sequence[str],
+                 data_dir: str | Path | None = None) -> dict[str, list[str]]:
+    """``ids`` grouped by their record's value of ``field_path``, groups in order of first
+    appearance: a dotted path into the record (``parse_status``, ``extra.cfrag.decision``), or,
+    starting with ``item.``, into the dataset's item read from the data directory
+    (``item.conflict_type``, ``item.source``, ``item.meta.KEY``). A missing value is grouped as
+    "–"; a list or dict value as its JSON."""
+    if field_path.startswith(ITEM_PREFIX):
+        items = {item.id: item for item in load_dataset(run.dataset, data_dir).items}
+        sources = {i: items.get(i) for i in ids}
+        path = field_path[len(ITEM_PREFIX):].split(".")
+    else:
+        records = {r["id"]: r for r in run.records}
+        sources = {i: records.get(i) for i in ids}
+        path = field_path.split(".")
+    groups: dict[str, list[str]] = {}
+    for item_id, value in sources.items():
+        for key in path:
+            value = (value.get(key) if isinstance(value, dict)
+                     else getattr(value, key, None) if value is not None else None)
+        text = ("–" if value is None else value if isinstance(value, str)
+                else json.dumps(value, ensure_ascii=False, default=str))
+        groups.setdefault(text, []).append(item_id)
+    return groups
+
+
+def _by_field(runs: list[Run], field_path: str, data_dir: str | Path | None
+              ) -> list[dict[str, Any]]:
+    out = []
+    for run in runs:
+        scored = {r["id"]: c for r in run.records if (c := record_correct(r)) is not None}
+        for value, ids in field_groups(run, field_path, list(scored), data_dir).items():
+            correct = sum(scored[i] for i in ids)
+            out.append({"dataset": run.dataset, "label": run.label, "value": value,
+                        "n": len(ids), "correct": correct, "accuracy": correct / len(ids),
+                        "accuracy_ci": wilson_interval(correct, len(ids))})
+    return out
+
+
 # ---------------------------------------------------------------- one run against others, paired
 
 def item_slice(text: str) -> slice:
@@ -579,9 +638,11 @@ def sliced_ids(dataset: str, ids_a: Collection[str], ids_b: Collection[str],
 
 
 def paired_report(run_args: Sequence[str], slices: Sequence[slice] = (),
-                  data_dir: str | Path | None = None, seed: int = 0) -> str:
+                  data_dir: str | Path | None = None, seed: int = 0,
+                  by: str | None = None) -> str:
     """Markdown: the first run (A) against each other run (B), paired over the items both
-    scored, on the whole run or on each slice of the dataset's item order: both accuracies
+    scored, on the whole run, on each slice of the dataset's item order, or on each group of
+    A's items by their value of the field ``by`` (see ``field_groups``): both accuracies
     (Wilson 95%), A − B with a paired bootstrap 95% CI, the items only one got right and the
     exact McNemar p. A run written `RUN@CELL` is one ablation cell of a run made with
     `csrag.ablation_grid`. When A is a re-ranking run, a second table pairs nDCG@1 (bootstrap
@@ -592,6 +653,9 @@ def paired_report(run_args: Sequence[str], slices: Sequence[slice] = (),
     if len(run_args) < 2:
         raise DataError("a paired comparison needs two runs or more",
                         hint="give the runs as RUN_A RUN_B [RUN_C ...]")
+    if slices and by:
+        raise DataError("give slices or a field to group by, not both",
+                        hint="drop --slices or --by")
     loaded = []
     for arg in run_args:
         try:
@@ -605,15 +669,18 @@ def paired_report(run_args: Sequence[str], slices: Sequence[slice] = (),
                             hint="pair runs on the same dataset")
     lines = [f"A = {run_args[0]} ({run_a.dataset})", "",
              ("Items scored by both runs" + (", per slice of the dataset's item order" if slices
-                                             else "")
+                                             else f", by A's {by}" if by else "")
               + ". Accuracy in % [Wilson 95%]; A − B in points [paired bootstrap 95%]; "
               "p: exact McNemar."), ""]
     rows = []
     for arg, (_, b) in others:
-        parts = (sliced_ids(run_a.dataset, a, b, slices, data_dir) if slices
-                 else [(None, [i for i in a if i in b])])
-        for part, ids in parts:
-            where = "all" if part is None else f"{part.start + 1}–{part.stop}"
+        both = [i for i in a if i in b]
+        parts: list[tuple[str, list[str]]] = (
+            [(f"{part.start + 1}–{part.stop}", ids)
+             for part, ids in sliced_ids(run_a.dataset, a, b, slices, data_dir)] if slices
+            else list(field_groups(run_a, by, both, data_dir).items()) if by
+            else [("all", both)])
+        for where, ids in parts:
             if not ids:
                 rows.append([arg, where, "0", "", "", "", "", ""])
                 continue
@@ -621,8 +688,8 @@ def paired_report(run_args: Sequence[str], slices: Sequence[slice] = (),
             rows.append([arg, where, str(len(ids)), _wilson(sum(a[i] for i in ids), len(ids)),
                          _wilson(sum(b[i] for i in ids), len(ids)), _points(d),
                          f"{d['only_a']} / {d['only_b']}", f"{d['mcnemar_p']:.2g}"])
-    lines += _table(["B", "items", "n", "A", "B", "A − B", "A only / B only", "McNemar p"],
-                    rows)
+    lines += _table(["B", by or "items", "n", "A", "B", "A − B", "A only / B only",
+                     "McNemar p"], rows)
     if _is_ranking(run_a):
         lines += _ranking_pairs(run_a, [(arg, run_b) for arg, (run_b, _) in others], data_dir,
                                 seed)

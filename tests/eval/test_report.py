@@ -13,6 +13,7 @@ from faithrag.eval.report import (
     cell_outcomes,
     cells_report,
     distractor_series,
+    field_groups,
     find_run_dirs,
     item_slice,
     load_run,
@@ -444,3 +445,47 @@ def test_cli_paired_and_cells(tmp_path: Path, capsys) -> None:
         main(["report", str(a), str(b), "--slices", "0:1"])  # --slices needs --paired
     with pytest.raises(SystemExit):
         main(["report", str(a), str(b), "--paired", "--slices", "2:1"])
+
+
+# ---------------------------------------------------------------- grouped by a field
+
+def test_field_groups_read_the_record_or_the_datasets_item(tmp_path: Path) -> None:
+    data = write_set(tmp_path / "data", "d", [
+        {**item, "conflict_type": kind, "meta": {"hops": hops}} for item, kind, hops in zip(
+            qa_items(3), ["temporal", "misleading", "temporal"], [2, 3, None])])
+    run = load_run(make_run(tmp_path, "r", "d", "cfrag", [
+        record("q0", True, extra={"cfrag": {"decision": "consensus"}}),
+        record("q1", False, extra={"cfrag": {"decision": "synthesis"}}),
+        record("q2", True, extra={"cfrag": {"decision": "consensus"}})]))
+    ids = ["q0", "q1", "q2"]
+    assert field_groups(run, "extra.cfrag.decision", ids) == {"consensus": ["q0", "q2"],
+                                                              "synthesis": ["q1"]}
+    assert field_groups(run, "item.conflict_type", ids, data) == {"temporal": ["q0", "q2"],
+                                                                  "misleading": ["q1"]}
+    assert field_groups(run, "item.meta.hops", ids, data) == {"2": ["q0"], "3": ["q1"],
+                                                              "–": ["q2"]}
+    assert field_groups(run, "extra.nothing.here", ["q0"]) == {"–": ["q0"]}
+
+
+def test_report_and_paired_comparison_by_a_field(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "a", "d", "cfrag", [
+        record("q0", True), record("q1", True),
+        record("q2", None, "failed")])  # a parse failure counts as wrong
+    b = make_run(tmp_path, "b", "d", "vanilla", [record("q0", False), record("q1", True),
+                                                 record("q2", True)])
+    files = report([a, b], tmp_path / "out", by="parse_status")
+    table = files.table.read_text()
+    assert "## Accuracy by parse_status" in table
+    assert "| d | cfrag | ok | 2 | 100.0 [34.2, 100.0] |" in table
+    assert "| d | cfrag | failed | 1 | 0.0 [0.0, 79.3] |" in table
+    groups = json.loads(files.summary.read_text())["by"]
+    assert groups["field"] == "parse_status" and len(groups["groups"]) == 3
+
+    paired = paired_report([str(a), str(b)], by="parse_status")
+    assert "| B | parse_status | n |" in paired
+    assert f"| {b} | ok | 2 | 100.0 [34.2, 100.0] | 50.0 " in paired
+    assert f"| {b} | failed | 1 | 0.0 " in paired and "| 0 / 1 |" in paired
+    with pytest.raises(DataError, match="not both"):
+        paired_report([str(a), str(b)], [item_slice("0:1")], by="parse_status")
+    with pytest.raises(SystemExit):
+        main(["report", str(a), "--cells", "--by", "parse_status"])
