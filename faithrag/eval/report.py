@@ -31,15 +31,14 @@ skipped and reported; when an id occurs more than once (a resumed run) the last 
 the duplicates are counted. Items with parse_status "failed" or "error" and a null ``correct``
 count as wrong (see metrics.record_correct).
 
-``report(run_dirs, out_dir, compare=False, common=False)`` writes to ``out_dir``:
+``report(run_dirs, out_dir, compare=False, common=False, by=None)`` writes to ``out_dir``:
 
 - ``report.md``: accuracy per method x dataset (with 95% Wilson CI and n), a detail table (n,
   accuracy, bootstrap CI, parse failures, failed and skipped items, mean prompt/completion tokens
-  and seconds
-  per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k, contrary@k),
-  the paired comparisons when ``compare`` is set, and notes on skipped lines;
-- with ``by``, each run's accuracy per value of a field of its records or of the dataset's
-  items (``field_groups``);
+  and seconds per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k,
+  contrary@k), with ``by`` each run's accuracy per value of a field of its records or of the
+  dataset's items (``field_groups``), the paired comparisons when ``compare`` is set, and notes
+  on skipped lines;
 - ``summary.json``: the same figures, plus each run's manifest;
 - ``accuracy.png``: grouped bars of accuracy by method per dataset, Wilson 95% error bars
   (runs without a sweep);
