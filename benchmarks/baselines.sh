@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# First accuracy numbers (evaluation-harness issue): the baselines on the six CSRAG sets,
+# The baselines on the six CSRAG sets,
 # given-context mode, dev split. Resumable: re-run the same command to continue.
 #   N=100 MODEL=default OUT=runs/baselines bash benchmarks/baselines.sh
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CF-RAG against the correlation trap (issue 7). Dev split, smart EM, retrieval (top retrieval.k)
+# CF-RAG against the correlation trap. Dev split, smart EM, retrieval (top retrieval.k)
 # over each item's own passages plus N injected distractors (passages of OTHER items of the set,
 # most BM25-similar to the question, holding no gold alias: faithrag/eval/distractors.py).
 #   1. vanilla vs cfrag on hotpotqa_distractor and popqa at N in {0, 2, 4, 8, 16};
@@ -81,7 +81,7 @@ for set in $SETS; do
 done
 
 if [ "$BATCH_ITEMS" -gt 0 ]; then
-  $PYTHON "$HERE/cfrag_batching.py" --dataset "$(echo "$SETS" | cut -d' ' -f1)" \
+  $PYTHON "$HERE/bench_prompt_sharing.py" cfrag-batching --dataset "$(echo "$SETS" | cut -d' ' -f1)" \
     --items "$BATCH_ITEMS" --model "$MODEL" --threads "$THREADS" \
     --distractors "$ABLATION_LEVEL" --json "$OUT/speed/batching.json"
 fi

@@ -17,10 +17,11 @@ division off) is split one stage earlier, by the pool (`--split pool`). No model
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from paired_slices import pair_parser, sliced_pairs  # a sibling: benchmarks/ is on sys.path
+from faithrag.eval.report import item_slice, sliced_ids
 
 STAGES = ("counterfactuals same", "pool same", "draft answers same", "decision same",
           "final answer same")
@@ -65,17 +66,32 @@ def row(ids: list[str], a: dict[str, dict], b: dict[str, dict], split: str = "dr
     return cells
 
 
-def main() -> None:
-    parser = pair_parser(__doc__.split("\n\n")[0])
+def parse_slice(text: str) -> slice:
+    try:
+        return item_slice(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_a")
+    parser.add_argument("run_b")
+    parser.add_argument("slices", nargs="+", type=parse_slice, metavar="LO:HI",
+                        help="slices of the dataset's item order (0:100 = the first 100 items)")
+    parser.add_argument("--data-dir")
     parser.add_argument("--split", choices=SPLITS, default="drafts",
                         help="split the paired outcome by this stage being the same")
-    args = parser.parse_args()
-    a, b, slices = sliced_pairs(parser, args, scored_records)
+    args = parser.parse_args(argv)
+    dataset_a, a = scored_records(args.run_a)
+    dataset_b, b = scored_records(args.run_b)
+    if dataset_a != dataset_b:
+        parser.error(f"the runs are on different datasets ({dataset_a}, {dataset_b})")
     print(f"A = {args.run_a}\nB = {args.run_b}\n")
     header = columns(args.split)
     print("| slice | " + " | ".join(header) + " |")
     print("|---|" + "---:|" * len(header))
-    for part, ids in slices:
+    for part, ids in sliced_ids(dataset_a, a, b, args.slices, args.data_dir):
         print(f"| {part.start + 1}–{part.stop} | " + " | ".join(row(ids, a, b, args.split)) + " |")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CSRAG measurements (issue 4): main table, non-conflict check, ablations. Resumable: re-run the
+# CSRAG measurements: main table, non-conflict check, ablations. Resumable: re-run the
 # same command to continue; paraphrases and facts are cached, so ablations pay only for answers.
 #   N=200 N_ABL=100 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh [main|golden|ablations|grid|all]
 #   N=200 THREADS=1 WORKERS=2 OUT=runs/csrag bash benchmarks/csrag.sh table
@@ -119,13 +119,13 @@ if [[ $PART == grid || $PART == all ]]; then
 fi
 
 [[ -d $OUT/table ]] && $PYTHON benchmarks/csrag_main_table.py "$OUT/table" > "$OUT/table/main-table.md"
-[[ -d $OUT/grid ]] && $PYTHON benchmarks/csrag_grid.py "$OUT"/grid/*/ > "$OUT/grid/report.md"
+[[ -d $OUT/grid ]] && $FAITHRAG report --cells "$OUT"/grid/*/ > "$OUT/grid/report.md"
 scored=$(compgen -G "$OUT/main/*-csrag_choices"; compgen -G "$OUT/main/*-csrag_json_scored") || true
 # shellcheck disable=SC2086
-[[ -n $scored ]] && $PYTHON benchmarks/csrag_grid.py $scored > "$OUT/main/grid-report.md"
+[[ -n $scored ]] && $FAITHRAG report --cells $scored > "$OUT/main/grid-report.md"
 [[ -d $OUT/main ]] && $FAITHRAG report "$BASE_OUT" "$OUT/main" --compare --out "$OUT/report-main"
 [[ -d $OUT/golden ]] && $FAITHRAG report "$OUT/golden" --compare --out "$OUT/report-golden"
 [[ -d $OUT/ablations/json_scored-original ]] &&
-  $PYTHON benchmarks/csrag_grid.py "$OUT/ablations/json_scored-original" > "$OUT/ablations/grid-report.md"
+  $FAITHRAG report --cells "$OUT/ablations/json_scored-original" > "$OUT/ablations/grid-report.md"
 [[ -d $OUT/ablations ]] && $FAITHRAG report "$OUT/ablations" --out "$OUT/report-ablations"
 exit 0

@@ -39,7 +39,7 @@ from faithrag.eval.stats import paired_difference, wilson_interval
 UNBIASED = "a=0 b=0"
 DEFAULT_CELL = "a=-1 b=3"
 CASE_CELL = "a=-1 b=3 +case"
-# the order of the six conflict sets; other sets follow by name
+# the six conflict sets in BENCHMARKS.md's order; other sets follow by name
 SET_ORDER = ("faitheval_counterfactual", "kre_musique", "kre_squad", "cofaithfulqa_nq",
              "cofaithfulqa_hotpotqa", "cofaithfulqa_newsqa")
 

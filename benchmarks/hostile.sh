@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Anti-sycophancy verification on real hostile retrieval (issue 6): for every setting (KRE
+# Anti-sycophancy verification on real hostile retrieval: for every setting (KRE
 # musique and squad, RAMDocs, PoisonedRAG; see faithrag/eval/hostile_settings.py), clean and
 # hostile retrieval, vanilla + the antisyco verifier; dev split, first N items. The verifier's
 # draft is the vanilla pipeline's answer (same retrieval and prompt, every llama.cpp call starts
@@ -7,8 +7,8 @@
 # the same run and items; PIPELINES="vanilla antisyco" also runs vanilla on its own.
 # Resumable: re-run the same command to continue. Then the tables: `faithrag hostile report`.
 #   N=100 MODEL=default THREADS=1 OUT=runs/hostile bash benchmarks/hostile.sh
-# Keep the records in the repository: python benchmarks/bank_runs.py save runs/hostile --to
-# results/hostile (and `restore` on a new machine before resuming).
+# Keep the records in the repository: faithrag runs save runs/hostile --to results/hostile
+# (and `faithrag runs restore` on a new machine before resuming).
 set -euo pipefail
 N=${N:-100}
 MODEL=${MODEL:-default}

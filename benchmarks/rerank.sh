@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-validated re-ranking (issue 5): every re-ranker on both ranking sets, dev split. Each run
+# Cross-validated re-ranking: every re-ranker on both ranking sets, dev split. Each run
 # also answers the item's QA version from the top TOP re-ranked passages with GENERATOR (the
 # downstream measurement), so the re-ranking is paid for once. Resumable: re-run the same
 # command to continue; runs land in $OUT/<set>-<reranker>, the report in $OUT/report.

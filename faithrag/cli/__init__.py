@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from faithrag.errors import FaithragError
 
-COMMANDS = ("ask", "index", "demo", "eval", "report", "bench", "models", "hostile", "serve",
+COMMANDS = ("ask", "index", "demo", "eval", "report", "runs", "bench", "models", "hostile", "serve",
             "config")
 
 

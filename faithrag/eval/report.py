@@ -31,13 +31,14 @@ skipped and reported; when an id occurs more than once (a resumed run) the last 
 the duplicates are counted. Items with parse_status "failed" or "error" and a null ``correct``
 count as wrong (see metrics.record_correct).
 
-``report(run_dirs, out_dir, compare=False, common=False)`` writes to ``out_dir``:
+``report(run_dirs, out_dir, compare=False, common=False, by=None)`` writes to ``out_dir``:
 
 - ``report.md``: accuracy per method x dataset (with 95% Wilson CI and n), a detail table (n,
   accuracy, bootstrap CI, parse failures, failed and skipped items, mean prompt/completion tokens
-  and seconds
-  per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k, contrary@k),
-  the paired comparisons when ``compare`` is set, and notes on skipped lines;
+  and seconds per item, and every per-item metric present, e.g. containment, EM, F1, nDCG@k,
+  contrary@k), with ``by`` each run's accuracy per value of a field of its records or of the
+  dataset's items (``field_groups``), the paired comparisons when ``compare`` is set, and notes
+  on skipped lines;
 - ``summary.json``: the same figures, plus each run's manifest;
 - ``accuracy.png``: grouped bars of accuracy by method per dataset, Wilson 95% error bars
   (runs without a sweep);
@@ -45,6 +46,12 @@ count as wrong (see metrics.record_correct).
   (only when some run carries that value).
 
 The tables are written here; the plots are drawn by faithrag/eval/plots.py.
+
+Two tables are printed rather than written: ``paired_report(run_args, slices)``, the first run
+against each other run on the items both scored, whole, per slice of the dataset's item order
+or per value of a field (for re-ranking runs also nDCG@1, contrary@1 and what the first run's removals alone do); and
+``cells_report(run_dirs)``, every ablation cell of a run made with ``csrag.ablation_grid``
+against its unbiased cell, with the time and tokens per item.
 
 Common: every run is cut to the items that all runs on its dataset hold, so that runs stopped
 at different points (long runs resume) are summarised on the same items; the report says so.
@@ -63,20 +70,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import combinations
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import DataError
+from faithrag.eval.datasets import load_dataset
 from faithrag.eval.metrics import aggregate, cell_correct, record_correct
 from faithrag.eval.plots import plot_accuracy, plot_distractors
 from faithrag.eval.rank_runner import summarize_rank_records
-from faithrag.eval.stats import paired_difference
+from faithrag.eval.ranking_metrics import ranking_metrics
+from faithrag.eval.stats import bootstrap_ci, paired_difference, wilson_interval
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -195,8 +205,10 @@ def keep_common_items(runs: list[Run]) -> None:
 
 
 def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = False,
-           seed: int = 0, common: bool = False) -> ReportFiles:
-    """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``."""
+           seed: int = 0, common: bool = False, by: str | None = None,
+           data_dir: str | Path | None = None) -> ReportFiles:
+    """Write report.md, summary.json and the plots for ``run_dirs`` into ``out_dir``; with
+    ``by``, also each run's accuracy per value of that field (see ``field_groups``)."""
     if not run_dirs:
         raise DataError("no run directories given", hint=RUN_DIR_HINT)
     runs = [load_run(d) for d in run_dirs]
@@ -205,6 +217,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
     _assign_labels(runs)
     aggregates = [aggregate(run.records, seed=seed) for run in runs]
     comparisons = _comparisons(runs, seed) if compare else []
+    by_field = _by_field(runs, by, data_dir) if by else []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
@@ -218,7 +231,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
         plots.append(out / DISTRACTORS_PLOT)
     table = out / TABLE_FILE
     table.write_text(_markdown(runs, aggregates, comparisons if compare else None, plots, out,
-                               common), encoding="utf-8")
+                               common, (by, by_field) if by else None), encoding="utf-8")
     summary = out / SUMMARY_FILE
     summary.write_text(json.dumps(_finite({
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -232,6 +245,7 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
                               else None)}
                  for run, agg in zip(runs, aggregates)],
         "comparisons": comparisons,
+        "by": {"field": by, "groups": by_field} if by else None,
         "files": {"table": table.name, "plots": [p.name for p in plots]},
     }), indent=2, allow_nan=False, default=str), encoding="utf-8")
     return ReportFiles(table, summary, plots)
@@ -383,7 +397,8 @@ def _metric_names(aggregates: list[dict[str, Any]]) -> list[str]:
 
 def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
               comparisons: list[dict[str, Any]] | None, plots: list[Path], out: Path,
-              common: bool = False) -> str:
+              common: bool = False,
+              by_field: tuple[str, list[dict[str, Any]]] | None = None) -> str:
     datasets = _ordered(r.dataset for r in runs)
     labels = _ordered(r.label for r in runs)
     lines = ["# faithrag evaluation report", "",
@@ -429,6 +444,14 @@ def _markdown(runs: list[Run], aggregates: list[dict[str, Any]],
         ])
     lines += _table(header, rows)
     lines += _ranking_lines(runs, aggregates)
+
+    if by_field is not None:
+        field_name, groups = by_field
+        lines += ["", f"## Accuracy by {field_name}", "",
+                  "Each run's scored items grouped by their value of the field.", "",
+                  *_table(["dataset", "method", field_name, "n", "accuracy [Wilson 95%]"],
+                          [[g["dataset"], g["label"], g["value"], str(g["n"]),
+                            _wilson(g["correct"], g["n"])] for g in groups])]
 
     if comparisons is not None:
         lines += ["", "## Paired comparisons", "",
@@ -547,3 +570,324 @@ def distractor_series(runs: list[Run], aggregates: list[dict[str, Any]]
         points.setdefault(run.dataset, {}).setdefault(series, []).append(
             (count, agg["accuracy"], agg["accuracy_ci"]))
     return points
+
+
+# ---------------------------------------------------------------- slices of a run
+
+ITEM_PREFIX = "item."
+
+
+def field_groups(run: Run, field_path: str, ids: Sequence[str],
+                 data_dir: str | Path | None = None) -> dict[str, list[str]]:
+    """``ids`` grouped by their record's value of ``field_path``, groups in order of first
+    appearance: a dotted path into the record (``parse_status``, ``extra.cfrag.decision``), or,
+    starting with ``item.``, into the dataset's item read from the data directory
+    (``item.conflict_type``, ``item.source``, ``item.meta.KEY``). A missing value is grouped as
+    "–"; a list or dict value as its JSON."""
+    if field_path.startswith(ITEM_PREFIX):
+        items = {item.id: item for item in load_dataset(run.dataset, data_dir).items}
+        sources = {i: items.get(i) for i in ids}
+        path = field_path[len(ITEM_PREFIX):].split(".")
+    else:
+        records = {r["id"]: r for r in run.records}
+        sources = {i: records.get(i) for i in ids}
+        path = field_path.split(".")
+    groups: dict[str, list[str]] = {}
+    for item_id, value in sources.items():
+        for key in path:
+            value = (value.get(key) if isinstance(value, dict)
+                     else getattr(value, key, None) if value is not None else None)
+        text = ("–" if value is None else value if isinstance(value, str)
+                else json.dumps(value, ensure_ascii=False, default=str))
+        groups.setdefault(text, []).append(item_id)
+    return groups
+
+
+def _by_field(runs: list[Run], field_path: str, data_dir: str | Path | None
+              ) -> list[dict[str, Any]]:
+    out = []
+    for run in runs:
+        scored = {r["id"]: c for r in run.records if (c := record_correct(r)) is not None}
+        for value, ids in field_groups(run, field_path, list(scored), data_dir).items():
+            correct = sum(scored[i] for i in ids)
+            out.append({"dataset": run.dataset, "label": run.label, "value": value,
+                        "n": len(ids), "correct": correct, "accuracy": correct / len(ids),
+                        "accuracy_ci": wilson_interval(correct, len(ids))})
+    return out
+
+
+# ---------------------------------------------------------------- one run against others, paired
+
+def item_slice(text: str) -> slice:
+    """`LO:HI` as a slice of a dataset's item order (0-based, HI exclusive): "0:100" is the
+    first 100 items. ValueError for anything else."""
+    lo, sep, hi = text.partition(":")
+    if not sep or not lo.isdigit() or not hi.isdigit() or int(lo) >= int(hi):
+        raise ValueError(f"{text!r} is not a slice of the item order like 0:100")
+    return slice(int(lo), int(hi))
+
+
+def sliced_ids(dataset: str, ids_a: Collection[str], ids_b: Collection[str],
+               slices: Sequence[slice], data_dir: str | Path | None = None
+               ) -> list[tuple[slice, list[str]]]:
+    """For each slice of the dataset's item order (the order `faithrag eval --limit` takes items
+    in, whatever order the records were written in), the ids both runs hold, in that order."""
+    order = [item.id for item in load_dataset(dataset, data_dir).items]
+    return [(part, [i for i in order[part] if i in ids_a and i in ids_b]) for part in slices]
+
+
+def paired_report(run_args: Sequence[str], slices: Sequence[slice] = (),
+                  data_dir: str | Path | None = None, seed: int = 0,
+                  by: str | None = None) -> str:
+    """Markdown: the first run (A) against each other run (B), paired over the items both
+    scored, on the whole run, on each slice of the dataset's item order, or on each group of
+    A's items by their value of the field ``by`` (see ``field_groups``): both accuracies
+    (Wilson 95%), A − B with a paired bootstrap 95% CI, the items only one got right and the
+    exact McNemar p. A run written `RUN@CELL` is one ablation cell of a run made with
+    `csrag.ablation_grid`. When A is a re-ranking run, a second table pairs nDCG@1 (bootstrap
+    CI of the difference), contrary@1 (McNemar) and the rankings (same order / same first
+    passage); where A removed passages, its nDCG@1 and contrary@1 difference from B is split
+    into B's order without A's removed passages and A's own ordering. DataError for fewer than
+    two runs, runs on different datasets or a cell a run does not have."""
+    if len(run_args) < 2:
+        raise DataError("a paired comparison needs two runs or more",
+                        hint="give the runs as RUN_A RUN_B [RUN_C ...]")
+    if slices and by:
+        raise DataError("give slices or a field to group by, not both",
+                        hint="drop --slices or --by")
+    loaded = []
+    for arg in run_args:
+        try:
+            loaded.append(run_outcomes(arg))
+        except ValueError as err:
+            raise DataError(str(err), hint="name a cell the run has, or none") from None
+    (run_a, a), others = loaded[0], list(zip(run_args[1:], loaded[1:]))
+    for arg, (run_b, _) in others:
+        if run_b.dataset != run_a.dataset:
+            raise DataError(f"{arg} is on {run_b.dataset}, {run_args[0]} on {run_a.dataset}",
+                            hint="pair runs on the same dataset")
+    lines = [f"A = {run_args[0]} ({run_a.dataset})", "",
+             ("Items scored by both runs" + (", per slice of the dataset's item order" if slices
+                                             else f", by A's {by}" if by else "")
+              + ". Accuracy in % [Wilson 95%]; A − B in points [paired bootstrap 95%]; "
+              "p: exact McNemar."), ""]
+    rows = []
+    for arg, (_, b) in others:
+        both = [i for i in a if i in b]
+        parts: list[tuple[str, list[str]]] = (
+            [(f"{part.start + 1}–{part.stop}", ids)
+             for part, ids in sliced_ids(run_a.dataset, a, b, slices, data_dir)] if slices
+            else list(field_groups(run_a, by, both, data_dir).items()) if by
+            else [("all", both)])
+        for where, ids in parts:
+            if not ids:
+                rows.append([arg, where, "0", "", "", "", "", ""])
+                continue
+            d = paired_difference([a[i] for i in ids], [b[i] for i in ids], seed=seed)
+            rows.append([arg, where, str(len(ids)), _wilson(sum(a[i] for i in ids), len(ids)),
+                         _wilson(sum(b[i] for i in ids), len(ids)), _points(d),
+                         f"{d['only_a']} / {d['only_b']}", f"{d['mcnemar_p']:.2g}"])
+    lines += _table(["B", by or "items", "n", "A", "B", "A − B", "A only / B only",
+                     "McNemar p"], rows)
+    if _is_ranking(run_a):
+        lines += _ranking_pairs(run_a, [(arg, run_b) for arg, (run_b, _) in others], data_dir,
+                                seed)
+    return "\n".join(lines) + "\n"
+
+
+def _wilson(successes: int, n: int) -> str:
+    return f"{_pct(successes / n)}{_ci(wilson_interval(successes, n))}"
+
+
+def _points(d: dict[str, Any]) -> str:
+    lo, hi = d["difference_ci"]
+    return f"{100 * d['difference']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+@dataclass
+class _Ranked:
+    ndcg1: float | None
+    contrary1: bool | None
+    ranking: list[str]
+    removed: list[str]
+
+
+def _ranked(run: Run) -> dict[str, _Ranked]:
+    out = {}
+    for record in run.records:
+        if record.get("error") or record.get("ranking") is None:
+            continue
+        metrics = record.get("metrics") or {}
+        contrary = metrics.get("contrary@1")
+        out[record["id"]] = _Ranked(metrics.get("ndcg@1"), None if contrary is None
+                                    else contrary > 0, list(record["ranking"]),
+                                    [r["id"] for r in record.get("removed") or ()])
+    return out
+
+
+def _ranking_pairs(run_a: Run, others: list[tuple[str, Run]], data_dir: str | Path | None,
+                   seed: int) -> list[str]:
+    a = _ranked(run_a)
+    rows, splits = [], []
+    items: dict[str, Any] | None = None
+    for arg, run_b in others:
+        b = _ranked(run_b)
+        shared = [i for i in a if i in b]
+        ndcg = [i for i in shared if a[i].ndcg1 is not None and b[i].ndcg1 is not None]
+        contrary = [i for i in shared if a[i].contrary1 is not None
+                    and b[i].contrary1 is not None]
+        row = [arg, str(len(shared))]
+        if ndcg:
+            diffs = [a[i].ndcg1 - b[i].ndcg1 for i in ndcg]
+            lo, hi = bootstrap_ci(diffs, seed=seed)
+            row += [f"{_mean_of(a[i].ndcg1 for i in ndcg):.3f}",
+                    f"{_mean_of(b[i].ndcg1 for i in ndcg):.3f}",
+                    f"{_mean_of(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}] (n {len(ndcg)})"]
+        else:
+            row += ["–"] * 3
+        if contrary:
+            d = paired_difference([a[i].contrary1 for i in contrary],
+                                  [b[i].contrary1 for i in contrary], seed=seed)
+            row += [_pct(d["accuracy_a"]), _pct(d["accuracy_b"]),
+                    f"{d['only_a']} / {d['only_b']}, p {d['mcnemar_p']:.2g} (n {d['n']})"]
+        else:
+            row += ["–"] * 3
+        row.append(f"{sum(a[i].ranking == b[i].ranking for i in shared)} / "
+                   f"{sum(a[i].ranking[:1] == b[i].ranking[:1] for i in shared)}")
+        rows.append(row)
+        if any(a[i].removed for i in ndcg):
+            if items is None:
+                items = {item.id: item for item in load_dataset(run_a.dataset, data_dir).items}
+            splits.append(_removal_split(arg, a, b, ndcg, items))
+    return ["", "## Rankings, paired", "",
+            ("Queries both runs ranked (failed ones left out). nDCG@1 as 0–1, A − B with a "
+             "paired bootstrap 95% CI; contrary@1: % of queries with a contrary passage first, "
+             "the queries only A / only B put one first and the exact McNemar p; same order / "
+             "same first: queries where A's ranking is B's, whole and in first place."), "",
+            *_table(["B", "shared", "nDCG@1 A", "nDCG@1 B", "A − B", "contrary@1 A",
+                     "contrary@1 B", "A only / B only", "same order / same first"], rows),
+            *(["", *splits] if splits else [])]
+
+
+def _mean_of(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _removal_split(arg: str, a: dict[str, _Ranked], b: dict[str, _Ranked], ids: list[str],
+                   items: dict[str, Any]) -> str:
+    """B's nDCG@1 and contrary@1, then B's order without the passages A removed (what A's
+    removals alone do: `rerank.final_order=first_stage` when B is A's first stage), then A's."""
+    pruned = []
+    for i in ids:
+        removed = set(a[i].removed)
+        pruned.append(ranking_metrics(items[i], [p for p in b[i].ranking if p not in removed],
+                                      ks=(1,)))
+    b_ndcg, a_ndcg = _mean_of(b[i].ndcg1 for i in ids), _mean_of(a[i].ndcg1 for i in ids)
+    p_ndcg = _mean_of(m["ndcg@1"] or 0.0 for m in pruned)
+    return (f"- A's removals on {arg}'s order (n {len(ids)}): nDCG@1 {b_ndcg:.3f} → "
+            f"{p_ndcg:.3f} without A's removed passages (removals {p_ndcg - b_ndcg:+.3f}) → "
+            f"{a_ndcg:.3f} as A ranks them (ordering {a_ndcg - p_ndcg:+.3f}); contrary@1 "
+            f"{_pct(_mean_of(bool(b[i].contrary1) for i in ids))} → "
+            f"{_pct(_mean_of(bool(m['contrary@1']) for m in pruned))} → "
+            f"{_pct(_mean_of(bool(a[i].contrary1) for i in ids))} %")
+
+
+# ---------------------------------------------------------------- ablation cells
+
+UNBIASED_CELL = "a=0 b=0"
+CACHED_BELOW = 0.5  # seconds: a facts or paraphrase step this short was read from the cache
+
+
+def cell_outcomes(records: Sequence[dict[str, Any]]) -> tuple[dict[str, list[bool]], int]:
+    """Per ablation cell (of a run made with `csrag.ablation_grid`), whether each item was
+    answered right, in record order; and how many items failed before their options were
+    scored (wrong in every cell). Items without a two-way choice (skipped) are left out; the
+    cells are those every scored item has (a run made before a cell was added lacks it)."""
+    grids = [v for r in records if (v := (r.get("extra") or {}).get("variants"))]
+    labels = [label for label in (grids[0] if grids else {})
+              if all(label in v for v in grids)]
+    outcomes: dict[str, list[bool]] = {label: [] for label in labels}
+    failed = 0
+    for record in records:
+        if record.get("parse_status") == "skipped":
+            continue
+        if not (record.get("extra") or {}).get("variants"):
+            failed += 1
+        for label, seen in outcomes.items():
+            seen.append(bool(cell_correct(record, label)))
+    return outcomes, failed
+
+
+def cells_report(run_dirs: Sequence[str | Path], seed: int = 0) -> str:
+    """Markdown, per run made with `csrag.ablation_grid`: each cell's accuracy (Wilson 95%) and
+    the cell against the unbiased cell `a=0 b=0` (the same prompt without the control): A − B
+    with a paired bootstrap CI, items gained / lost, exact McNemar p and the share of the
+    unbiased cell's errors removed, net; then the time per item (facts step, scoring step and
+    their ratio, medians, cached facts counted apart) and the cost (scoring prompt tokens, the
+    paraphrase step where the run has one, whole-item seconds). DataError for a run without
+    cells."""
+    lines = []
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        outcomes, failed = cell_outcomes(run.records)
+        base = outcomes.get(UNBIASED_CELL)
+        if not base:
+            raise DataError(f"{run.path} has no scored ablation cells",
+                            hint="run it with --set csrag.ablation_grid=true")
+        base_errors = len(base) - sum(base)
+        rows = []
+        for label, seen in outcomes.items():
+            acc = _wilson(sum(seen), len(seen))
+            if label == UNBIASED_CELL:
+                rows.append([f"{label} (no control)", acc, "", "", "", ""])
+                continue
+            d = paired_difference(seen, base, seed=seed)
+            removed = (f"{100 * (d['only_a'] - d['only_b']) / base_errors:.0f} %"
+                       if base_errors else "–")
+            rows.append([label, acc, _points(d), f"{d['only_a']} / {d['only_b']}",
+                         f"{d['mcnemar_p']:.2g}", removed])
+        lines += [f"## {run.path.name} (n = {len(base)}, failed items {failed})", "",
+                  *_table(["cell", "accuracy", f"against {UNBIASED_CELL}", "gained / lost",
+                           "McNemar p", "errors removed"], rows),
+                  "", _timing_line(run.records), "", _cost_line(run.records), ""]
+    return "\n".join(lines)
+
+
+def _stage_seconds(record: dict[str, Any], stage: str) -> float:
+    stages = (record.get("trace") or {}).get("stages", [])
+    return sum(s["seconds"] for s in stages if s["stage"] == stage)
+
+
+def _grid_scored(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if (r.get("extra") or {}).get("variants")]
+
+
+def _timing_line(records: Sequence[dict[str, Any]]) -> str:
+    timed = [(_stage_seconds(r, "facts"), _stage_seconds(r, "generate"))
+             for r in _grid_scored(records)]
+    fresh = [(f, g) for f, g in timed if f >= CACHED_BELOW]  # facts generated, not cached
+    if not timed:
+        return "no timed items"
+    line = f"Time per item (median): scoring {median(g for _, g in timed):.1f} s; "
+    if not fresh:
+        return line + "facts all cached."
+    return line + (f"facts {median(f for f, _ in fresh):.1f} s ({len(fresh)} generated, "
+                   f"{len(timed) - len(fresh)} cached); (facts + scoring) / scoring "
+                   f"{median((f + g) / g for f, g in fresh if g > 0):.2f}×.")
+
+
+def _cost_line(records: Sequence[dict[str, Any]]) -> str:
+    scored = _grid_scored(records)
+    if not scored:
+        return "no timed items"
+    tokens = [sum(s.get("prompt_tokens", 0) for s in r["trace"]["stages"]
+                  if s["stage"] == "generate") for r in scored]
+    line = f"Scoring prompt tokens (mean) {sum(tokens) / len(tokens):.0f}; "
+    if any(s["stage"] == "paraphrase" for r in scored for s in r["trace"]["stages"]):
+        fresh = [r for r in scored if _stage_seconds(r, "paraphrase") >= CACHED_BELOW]
+        line += (f"paraphrases {median(_stage_seconds(r, 'paraphrase') for r in fresh):.1f} s "
+                 f"({len(fresh)} generated, {len(scored) - len(fresh)} cached), whole item "
+                 f"with them generated {median(r['seconds'] for r in fresh):.1f} s; "
+                 if fresh else "paraphrases all cached; ")
+    return line + f"whole item {median(r['seconds'] for r in scored):.1f} s (median)."

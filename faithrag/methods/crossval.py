@@ -274,8 +274,10 @@ class CrossValidatedReranker:
                 step.decision = "unreadable reply: no conflict taken, rounds end"
             return pair, ((list(visible), replies[1]) if rank_too else None)
 
-    def _validation_request(self, question: Question, first: Passage, second: Passage,
-                            others: list[Passage], step: Step) -> GenerationRequest:
+    def validation_request(self, question: Question, first: Passage, second: Passage,
+                           others: list[Passage], step: Step) -> GenerationRequest:
+        """The pairwise verdict's request: `first` shown as A, `second` as B, `others` as the
+        passages to cross-check against, fitted to the context window (warnings go to `step`)."""
         ordered = [first, second, *others]
         fitted = fit_evidence(self.llm, self._validate_render(question, [p.title for p in ordered]),
                               [self._cut(p) for p in ordered], self.reason_tokens)
@@ -337,7 +339,7 @@ class CrossValidatedReranker:
         if self._different_subjects(question, a, b, step):
             return STATUS_AMBIGUOUS, None
         orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
-        requests = [self._validation_request(question, x, y, others, step) for x, y in orders]
+        requests = [self.validation_request(question, x, y, others, step) for x, y in orders]
         raws = [c.text for c in generate(self.llm, requests, step)]
         parsed = [parse_verdict(raw) for raw in raws]
         named = [(x if v.false_label == "A" else y) if v.status == STATUS_OK else None

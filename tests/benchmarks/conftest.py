@@ -1,7 +1,7 @@
 """Shared by the tests of the scripts under benchmarks/.
 
-Those scripts are plain files, not a package, and import their siblings by name (running a
-script puts its folder on sys.path); the tests import them the same way."""
+Those scripts are plain files, not a package; the tests import them by name, with benchmarks/ put
+on sys.path."""
 import json
 import sys
 from pathlib import Path

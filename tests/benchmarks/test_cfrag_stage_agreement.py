@@ -29,3 +29,18 @@ def test_outcomes_can_be_split_by_the_pool_when_the_variant_changes_the_drafts()
     assert cells[6] == "0 / 1 (of 1)"  # same pool: right in B only
     assert cells[7] == "1 / 0 (of 1)"  # other pool: right in A only
     assert stage_agreement.columns("pool")[-2] == "same pool: A only / B only"
+
+
+def test_the_table_follows_the_datasets_item_order(tmp_path, capsys, write_run, write_data_dir):
+    data = write_data_dir(tmp_path / "data", "set", [
+        {"id": i, "question": "Q?", "context": "C.", "answer": "x"} for i in ("q0", "q1", "q2")])
+    a = {"q2": record(True, ["x"]), "q0": record(True, ["x"]), "q1": record(False, ["y"])}
+    b = {"q0": record(False, ["x"], prediction="w"), "q1": record(True, ["x"]),
+         "q2": record(True, ["x"])}
+    runs = [write_run(tmp_path / name, {"dataset": "set", "method": "cfrag"},
+                      [{"id": i, **r} for i, r in records.items()])
+            for name, records in (("a", a), ("b", b))]
+    stage_agreement.main([str(runs[0]), str(runs[1]), "0:1", "1:3", "--data-dir", str(data)])
+    rows = capsys.readouterr().out.splitlines()[-2:]
+    assert rows[0] == "| 1–1 | 1 | 1 | 1 | 1 | 1 | 0 | 1 / 0 (of 1) | 0 / 0 (of 0) |"
+    assert rows[1] == "| 2–3 | 2 | 2 | 2 | 1 | 2 | 1 | 0 / 0 (of 1) | 0 / 1 (of 1) |"

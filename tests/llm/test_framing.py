@@ -99,8 +99,8 @@ def _listwise(llm, data):
 def _crossval(llm, data):
     reranker = CrossValidatedReranker(llm, ListwiseRanker(llm))
     step = Step("r", "t")
-    prompts = [contents(reranker._validation_request(QUESTION, passage(data, "a"), plain("b"),
-                                                     [passage(data, "c")], step).messages),
+    prompts = [contents(reranker.validation_request(QUESTION, passage(data, "a"), plain("b"),
+                                                    [passage(data, "c")], step).messages),
                contents(reranker._side_request(QUESTION, passage(data), step).messages)]
     reranker.same_subject(QUESTION, passage(data, "a"), plain("b"), step)
     reranker._support(QUESTION, [passage(data)], [data.draft], step)
