@@ -51,7 +51,7 @@ def test_without_faiss_building_or_loading_names_the_dense_extra(tmp_path, monke
     index.add(random_unit_vectors(3))
     index.save(tmp_path / "dense.faiss")
     monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail
-    for make in (lambda: DenseIndex(16), lambda: DenseIndex.load(tmp_path / "dense.faiss")):
+    for make in (lambda: DenseIndex(16), lambda: DenseIndex.load(tmp_path / "dense.faiss", "Flat")):
         with pytest.raises(MissingExtraError) as err:
             make()
         assert err.value.hint == "pip install 'faithrag[dense]'"
