@@ -6,6 +6,7 @@ import pytest
 
 from faithrag.cli import main
 from faithrag.errors import FaithragError, MissingExtraError, RuntimeUnavailableError
+from faithrag.retrieval import embedder
 
 
 def test_missing_extra_names_the_feature_and_the_exact_install_command():
@@ -34,6 +35,7 @@ def test_a_missing_extra_reaches_the_cli_user_as_one_error(module, command, extr
                                                           tmp_path, monkeypatch, capsys):
     (tmp_path / "m.gguf").write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
+    monkeypatch.setattr(embedder, "_built", {})  # no embedder built earlier in this process
     rc = main([arg.format(docs=docs, tmp=tmp_path) for arg in command])
     err = capsys.readouterr().err
     assert rc == 2

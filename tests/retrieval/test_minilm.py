@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from faithrag.errors import MissingExtraError, ModelNotFoundError
-from faithrag.retrieval.embedder import get_embedder
+from faithrag.retrieval import embedder
 from faithrag.retrieval.minilm import MiniLMEmbedder, default_model_path
 
 
@@ -43,8 +43,9 @@ def test_wrong_model_file_is_rejected(tmp_path):
 @pytest.mark.parametrize("module", ["onnxruntime", "tokenizers"])
 def test_without_its_runtime_the_embedder_names_the_dense_extra(module, monkeypatch):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
+    monkeypatch.setattr(embedder, "_built", {})  # no embedder built earlier in this process
     with pytest.raises(MissingExtraError) as err:
-        get_embedder("minilm")
+        embedder.get_embedder("minilm")
     assert err.value.hint == "pip install 'faithrag[dense]'"
     assert "dense and hybrid retrieval" in err.value.message
 
