@@ -1,6 +1,7 @@
-# Two entry points on a fresh machine: `make demo` and `make test`. Both are re-runnable and fast
-# the second time: the venv is rebuilt only when pyproject.toml changes, the llama-cpp-python
-# wheel is built once per CPU-flag set into $(FAITHRAG_CACHE)/wheels, models are assembled once.
+# Two entry points on a fresh machine: `make demo` and `make test`. Both install every extra
+# that needs no torch (`.[all,dev]`) and are re-runnable and fast the second time: the venv is
+# rebuilt only when pyproject.toml changes, the llama-cpp-python wheel is built once per CPU-flag
+# set into $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels), models are assembled once.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ $(STAMP): pyproject.toml scripts/build_llama_wheel.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip wheel
 	PYTHON=$(BIN)/python scripts/build_llama_wheel.sh
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[all,dev]"
 	touch $@
 
 models-tiny: setup

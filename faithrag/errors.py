@@ -27,6 +27,22 @@ class RuntimeUnavailableError(FaithragError):
     """An inference runtime (llama-cpp-python, torch, ...) is not installed or cannot load."""
 
 
+class MissingExtraError(RuntimeUnavailableError):
+    """A feature needs an optional extra that is not installed (the core install leaves out
+    everything compiled or heavy: llama.cpp, FAISS/ONNX, torch, matplotlib, LanceDB, Ray).
+
+    `MissingExtraError("dense retrieval", "dense")` reads "dense retrieval needs the optional
+    extra 'dense', which is not installed." with the hint `pip install 'faithrag[dense]'`.
+    `note` adds a sentence to the message (what failed to import, a platform caveat)."""
+
+    def __init__(self, feature: str, extra: str, note: str = ""):
+        message = f"{feature} needs the optional extra '{extra}', which is not installed."
+        super().__init__(f"{message} {note}" if note else message,
+                         f"pip install 'faithrag[{extra}]'")
+        self.feature = feature
+        self.extra = extra
+
+
 class ServerUnreachableError(FaithragError):
     """An OpenAI-compatible server did not answer after the configured retries."""
 

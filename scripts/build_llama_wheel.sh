@@ -6,10 +6,12 @@
 # GGML_NATIVE=OFF and the AVX-512 family switched on explicitly (no AMX); on every other CPU
 # the native build is kept, so no machine is forced onto slower flags.
 # Override with FAITHRAG_LLAMA_CMAKE_ARGS="..." (e.g. "-DGGML_NATIVE=OFF" for a portable wheel).
+# Wheels are kept in $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels), one folder per
+# version, flag set and machine type, so a fresh model cache need not mean a recompile.
 set -euo pipefail
 PY=${PYTHON:-python}
 VERSION=${FAITHRAG_LLAMA_VERSION:-0.3.36}
-CACHE=${FAITHRAG_CACHE:-$HOME/.cache/faithrag}
+WHEEL_CACHE=${FAITHRAG_WHEEL_CACHE:-${FAITHRAG_CACHE:-$HOME/.cache/faithrag}/wheels}
 
 if [ -n "${FAITHRAG_LLAMA_CMAKE_ARGS+x}" ]; then
   cmake_args=$FAITHRAG_LLAMA_CMAKE_ARGS
@@ -20,7 +22,7 @@ else
 fi
 
 key=$(printf '%s|%s|%s' "$VERSION" "$cmake_args" "$(uname -m)" | sha256sum | cut -c1-12)
-wheel_dir="$CACHE/wheels/llama-cpp-python-$VERSION-$key"
+wheel_dir="$WHEEL_CACHE/llama-cpp-python-$VERSION-$key"
 
 if "$PY" -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.__version__ == '$VERSION' else 1)" 2>/dev/null \
    && [ -f "$wheel_dir/.installed-from" ] && "$PY" -c "import sys; print(sys.prefix)" | cmp -s - "$wheel_dir/.installed-from"; then

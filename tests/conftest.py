@@ -10,7 +10,20 @@ import httpx
 import pytest
 
 from faithrag.errors import ModelNotFoundError
-from faithrag.llm.models import resolve_model
+from faithrag.llm.models import models_dir, resolve_model
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fresh_cache(tmp_path_factory):
+    """Every run starts from an empty cache (paraphrases, facts, embeddings) that still sees the
+    models already assembled, so no test depends on what an earlier command left behind."""
+    models = models_dir()
+    fresh = tmp_path_factory.mktemp("faithrag-cache")
+    if models.is_dir():
+        (fresh / "models").symlink_to(models, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FAITHRAG_CACHE", str(fresh))
+        yield fresh
 
 
 @pytest.fixture(scope="session")

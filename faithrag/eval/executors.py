@@ -23,7 +23,7 @@ from typing import Any
 from faithrag.config import LLMConfig
 from faithrag.errors import (
     ConfigError,
-    RuntimeUnavailableError,
+    MissingExtraError,
     ServerUnreachableError,
     WorkerDiedError,
 )
@@ -158,6 +158,6 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise RuntimeUnavailableError("Ray is not installed.",
-                                      "pip install 'faithrag[ray]', or drop --ray.") from exc
+        raise MissingExtraError("Running on Ray", "ray",
+                                f"Importing it failed: {exc}. Or run without --ray.") from exc
     return ray

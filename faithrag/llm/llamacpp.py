@@ -61,7 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ConfigError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, MissingExtraError, RuntimeUnavailableError
 from faithrag.llm.base import (
     ChoiceRequest,
     ChoiceScores,
@@ -118,10 +118,10 @@ def _import_llama_cpp():
         import llama_cpp._internals as internals
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     except ImportError as exc:
-        raise RuntimeUnavailableError(
-            f"llama-cpp-python is not installed or cannot load ({exc}).",
-            "Run `make setup` (or `scripts/build_llama_wheel.sh`), which builds it with flags "
-            "that work on this CPU.") from exc
+        raise MissingExtraError(
+            "The embedded llama.cpp backend", "llamacpp",
+            f"Importing llama_cpp failed: {exc}. The extra compiles llama.cpp (a few minutes); "
+            "in a source checkout `make setup` builds it with flags that work on this CPU.") from exc
     return llama_cpp, internals, Jinja2ChatFormatter
 
 

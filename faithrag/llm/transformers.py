@@ -41,6 +41,7 @@ import numpy as np
 
 from faithrag.errors import (
     ConfigError,
+    MissingExtraError,
     ModelNotFoundError,
     RuntimeUnavailableError,
 )
@@ -56,10 +57,11 @@ from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, split_choices
 from faithrag.llm.models import PRESETS, resolve_model
 
-INSTALL_HINT = (
-    "pip install 'faithrag[hf]'. Without a GPU install the CPU build of torch first: "
-    "pip install torch --index-url https://download.pytorch.org/whl/cpu "
-    "(plain `pip install torch` pulls the CUDA build, several gigabytes).")
+FEATURE = "The transformers backend"
+CPU_TORCH_NOTE = (
+    "Without a GPU install the CPU build of torch first: pip install torch --index-url "
+    "https://download.pytorch.org/whl/cpu (plain `pip install torch` pulls the CUDA build, "
+    "several gigabytes).")
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -70,8 +72,8 @@ def _runtime() -> SimpleNamespace:
         import torch
         import transformers
     except ImportError as exc:
-        raise RuntimeUnavailableError(
-            f"The transformers backend needs torch and transformers ({exc}).", INSTALL_HINT) from exc
+        raise MissingExtraError(FEATURE, "hf", f"Importing it failed: {exc}. {CPU_TORCH_NOTE}"
+                                ) from exc
 
     class DenseBiasLogitsProcessor(transformers.LogitsProcessor):
         """Adds one dense bias tensor to the scores at every decoding step: shape (vocab,) for
@@ -204,8 +206,8 @@ class TransformersLLM:
                 str(directory), gguf_file=gguf_file, local_files_only=True,
                 dtype=getattr(torch, torch_dtype))
         except ImportError as exc:  # gguf or accelerate missing
-            raise RuntimeUnavailableError(
-                f"transformers cannot load {model}: {exc}", INSTALL_HINT) from exc
+            raise MissingExtraError(FEATURE, "hf",
+                                    f"transformers cannot load {model}: {exc}.") from exc
         except (OSError, ValueError) as exc:
             raise RuntimeUnavailableError(
                 f"transformers cannot load {model}: {exc}",

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ConfigError
+from faithrag.errors import ConfigError, MissingExtraError
 
 
 def _faiss():
-    import faiss
-
+    try:
+        import faiss
+    except ImportError as exc:
+        raise MissingExtraError("A dense (FAISS) index", "dense",
+                                f"Importing faiss failed: {exc}.") from exc
     return faiss
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from faithrag import __version__
-from faithrag.errors import ConfigError, EmptyIndexError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, EmptyIndexError, MissingExtraError
 from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.fusion import reciprocal_rank_fusion
@@ -275,6 +275,6 @@ def _import_lancedb() -> tuple[Any, Any]:
         import lancedb
         import pyarrow
     except ImportError as exc:
-        raise RuntimeUnavailableError("LanceDB is not installed.",
-                                      "pip install 'faithrag[lancedb]'.") from exc
+        raise MissingExtraError("The LanceDB store", "lancedb",
+                                f"Importing it failed: {exc}.") from exc
     return lancedb, pyarrow

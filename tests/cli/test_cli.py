@@ -48,6 +48,7 @@ def test_index_into_lancedb_add_then_ask(docs, tmp_path, capsys):
 
 
 @pytest.mark.model
+@pytest.mark.usefixtures("tiny_gguf")  # skips when the tiny model is not assembled
 def test_index_add_then_ask_embedded_json(docs, tmp_path, capsys):
     idx = tmp_path / "idx"
     assert main(["index", str(docs / "other.txt"), "--out", str(idx)]) == 0
@@ -89,6 +90,7 @@ def test_eval_without_data_is_a_user_error(tmp_path, capsys):
 
 
 @pytest.mark.model
+@pytest.mark.usefixtures("tiny_gguf")
 def test_demo_runs_a_case(capsys):
     assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "2"]) == 0
     out = capsys.readouterr().out

@@ -9,7 +9,7 @@ from faithrag.cli import main
 from faithrag.config import Config, LLMConfig
 from faithrag.errors import (
     ConfigError,
-    RuntimeUnavailableError,
+    MissingExtraError,
     WorkerDiedError,
 )
 from faithrag.eval import executors
@@ -96,9 +96,9 @@ def test_a_joined_cluster_short_of_cpus_gets_a_warning(capsys):
 
 def test_without_ray_installed_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(RuntimeUnavailableError, match="Ray is not installed") as error:
+    with pytest.raises(MissingExtraError, match="without --ray") as error:
         next(results_on_ray(lambda llm: llm, CONFIG.llm, [], RayCluster()))
-    assert "faithrag[ray]" in error.value.hint
+    assert error.value.hint == "pip install 'faithrag[ray]'"
 
 
 def test_cluster_settings_are_checked_eagerly():

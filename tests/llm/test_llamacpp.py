@@ -9,7 +9,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faithrag.errors import InputTooLargeError, ModelNotFoundError, RuntimeUnavailableError
+from faithrag.errors import (
+    InputTooLargeError,
+    MissingExtraError,
+    ModelNotFoundError,
+    RuntimeUnavailableError,
+)
 from faithrag.llm import llamacpp
 from faithrag.llm.base import (
     ChoiceRequest,
@@ -43,13 +48,14 @@ def test_missing_model_raises_model_not_found(tmp_path):
         LlamaCppLLM(str(tmp_path / "absent.gguf"))
 
 
-def test_missing_runtime_raises_runtime_unavailable_with_setup_hint(tmp_path, monkeypatch):
+def test_missing_runtime_names_the_llamacpp_extra_and_make_setup(tmp_path, monkeypatch):
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
-    with pytest.raises(RuntimeUnavailableError) as err:
+    with pytest.raises(MissingExtraError) as err:
         LlamaCppLLM(str(fake))
-    assert "make setup" in err.value.hint
+    assert err.value.hint == "pip install 'faithrag[llamacpp]'"
+    assert "make setup" in err.value.message
 
 
 class _ModelParams(ctypes.Structure):

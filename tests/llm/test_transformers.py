@@ -11,7 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faithrag.errors import InputTooLargeError, ModelNotFoundError, RuntimeUnavailableError
+from faithrag.errors import (
+    InputTooLargeError,
+    MissingExtraError,
+    ModelNotFoundError,
+)
 from faithrag.llm import transformers as hf
 from faithrag.llm.base import ChoiceRequest, GenerationRequest, Message, TokenBias, user_prompt
 from faithrag.llm.chat_encoding import common_prefix
@@ -33,17 +37,17 @@ def need_torch():
 
 
 # ------------------------------------------------------------------------- no model needed
-def test_missing_torch_raises_runtime_unavailable_with_install_hint(tmp_path, monkeypatch):
+def test_missing_torch_names_the_hf_extra_and_the_cpu_build(tmp_path, monkeypatch):
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` fail
     hf._runtime.cache_clear()
     try:
-        with pytest.raises(RuntimeUnavailableError) as err:
+        with pytest.raises(MissingExtraError) as err:
             hf.TransformersLLM(str(fake))
     finally:
         hf._runtime.cache_clear()
-    assert "faithrag[hf]" in err.value.hint and "whl/cpu" in err.value.hint
+    assert err.value.hint == "pip install 'faithrag[hf]'" and "whl/cpu" in err.value.message
 
 
 def test_unknown_model_raises_model_not_found(tmp_path):

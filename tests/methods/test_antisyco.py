@@ -291,6 +291,7 @@ def test_cli_ask_and_eval_take_verify_antisyco_with_kb(cli_files, capsys):
 
 
 @pytest.mark.model
+@pytest.mark.usefixtures("tiny_gguf")  # skips when the tiny model is not assembled
 def test_cli_ask_verify_antisyco_with_the_tiny_model(cli_files, capsys):
     assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), "--verify",
                  "antisyco", "--kb", str(cli_files / "kb"), "--model", "tiny", "--threads", "1",

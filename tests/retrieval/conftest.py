@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from faithrag.errors import ModelNotFoundError
+from faithrag.errors import MissingExtraError, ModelNotFoundError
 from faithrag.retrieval.chunking import chunk_documents
 from faithrag.retrieval.loaders import load_documents
 
@@ -46,12 +46,12 @@ def hashing_embedder():
 
 @pytest.fixture(scope="session")
 def minilm():
-    """The packaged MiniLM embedder; skips when its model package is not installed."""
+    """The packaged MiniLM embedder; skips when the `dense` extra is not installed."""
     from faithrag.retrieval.minilm import MiniLMEmbedder
 
     try:
         return MiniLMEmbedder(threads=1)
-    except ModelNotFoundError as exc:
+    except (MissingExtraError, ModelNotFoundError) as exc:
         pytest.skip(f"MiniLM embedding model not available ({exc.message})")
 
 

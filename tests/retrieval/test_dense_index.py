@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
-from faithrag.errors import ConfigError
+from faithrag.errors import ConfigError, MissingExtraError
 from faithrag.retrieval.dense_index import DenseIndex
 from faithrag.retrieval.embedder import normalize_rows
 
@@ -42,3 +44,14 @@ def test_empty_index_returns_nothing_and_bad_factory_is_config_error():
 def test_wrong_dimension_is_rejected():
     with pytest.raises(ValueError):
         DenseIndex(16).add(np.zeros((2, 8), dtype=np.float32))
+
+
+def test_without_faiss_building_or_loading_names_the_dense_extra(tmp_path, monkeypatch):
+    index = DenseIndex(16)
+    index.add(random_unit_vectors(3))
+    index.save(tmp_path / "dense.faiss")
+    monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail
+    for make in (lambda: DenseIndex(16), lambda: DenseIndex.load(tmp_path / "dense.faiss", "Flat")):
+        with pytest.raises(MissingExtraError) as err:
+            make()
+        assert err.value.hint == "pip install 'faithrag[dense]'"

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from faithrag.errors import ConfigError, DataError, EmptyIndexError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, DataError, EmptyIndexError, MissingExtraError
 from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.index import AddReport, Index, IndexExistsError
 from faithrag.retrieval.lance_store import LanceStore
@@ -110,8 +110,9 @@ def test_missing_or_foreign_tables_and_other_embedders_are_refused(
 
 def test_without_lancedb_the_error_says_what_to_install(tmp_path, corpus_passages, monkeypatch):
     monkeypatch.setitem(sys.modules, "lancedb", None)
-    with pytest.raises(RuntimeUnavailableError, match="faithrag\\[lancedb\\]"):
+    with pytest.raises(MissingExtraError) as err:
         LanceStore.build(corpus_passages, str(tmp_path / "db"), "bm25")
+    assert err.value.hint == "pip install 'faithrag[lancedb]'"
 
 
 def test_default_minilm_store_finds_a_paraphrase(tmp_path, minilm):

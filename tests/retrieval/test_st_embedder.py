@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
-from faithrag.errors import ModelNotFoundError, RuntimeUnavailableError
+from faithrag.errors import MissingExtraError, ModelNotFoundError
 from faithrag.retrieval.embedder import get_embedder
 from faithrag.retrieval.st_embedder import SentenceTransformerEmbedder
 
@@ -16,11 +17,11 @@ def test_missing_model_folder_is_reported(tmp_path):
         SentenceTransformerEmbedder(tmp_path / "nope")
 
 
-@pytest.mark.skipif(HAS_ST, reason="sentence-transformers is installed")
-def test_without_sentence_transformers_says_which_extra_to_install(tmp_path):
-    with pytest.raises(RuntimeUnavailableError) as err:
-        get_embedder(f"st:{tmp_path}")
-    assert "faithrag[st]" in err.value.hint
+def test_without_sentence_transformers_says_which_extra_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(MissingExtraError) as err:
+        get_embedder(f"st:{tmp_path}", use_cache=False)
+    assert err.value.hint == "pip install 'faithrag[st]'"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,98 @@
+"""The core install (pyproject.toml without extras): the project's wheel, installed into a fresh
+venv, compiles nothing, pulls none of the heavy runtimes, and its CLI and Python API work.
+
+Marker `install`: builds a wheel and installs from the package index (a minute or two); skips
+when the index cannot be reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.install, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+# Distributions the core must not pull: compiled at install time, or heavy runtimes of extras.
+EXTRAS_ONLY = {"llama-cpp-python", "torch", "faiss-cpu", "onnxruntime", "tokenizers",
+               "matplotlib", "lancedb", "pyarrow", "ray", "transformers",
+               "sentence-transformers", "fastapi", "uvicorn"}
+
+
+def _pip(python: Path | str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True, check=False)
+
+
+def _index_url() -> str:
+    configured = _pip(sys.executable, "config", "get", "global.index-url")
+    url = os.environ.get("PIP_INDEX_URL") or (configured.stdout.strip()
+                                              if configured.returncode == 0 else "")
+    return url or "https://pypi.org/simple/"
+
+
+@pytest.fixture(scope="module")
+def core_venv(tmp_path_factory) -> Path:
+    """A fresh venv holding the project's wheel without extras; its bin folder."""
+    url = _index_url()
+    try:
+        httpx.get(url.rstrip("/") + "/pip/", timeout=10, follow_redirects=True)
+    except httpx.HTTPError as exc:
+        pytest.skip(f"package index {url} unreachable ({exc}); the install test needs it")
+    work = tmp_path_factory.mktemp("install")
+    source = work / "source"  # a copy, so the build leaves nothing in the checkout
+    source.mkdir()
+    shutil.copy2(ROOT / "pyproject.toml", source)
+    shutil.copy2(ROOT / "README.md", source)
+    shutil.copytree(ROOT / "faithrag", source / "faithrag",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = _pip(sys.executable, "wheel", "--no-deps", "-w", str(work / "dist"), str(source))
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (work / "dist").glob("faithrag-*.whl")
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # --only-binary: any dependency that would have to be compiled makes the install fail
+    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:", str(wheel))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return venv / "bin"
+
+
+def test_core_install_pulls_no_extra(core_venv):
+    listed = _pip(core_venv / "python", "list", "--format=json")
+    names = {d["name"].lower().replace("_", "-") for d in json.loads(listed.stdout)}
+    assert "faithrag" in names
+    assert not names & EXTRAS_ONLY, f"the core install pulled {sorted(names & EXTRAS_ONLY)}"
+
+
+def test_core_install_imports_the_package_and_runs_the_cli(core_venv):
+    imported = subprocess.run([str(core_venv / "python"), "-c", "import faithrag"],
+                              capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr
+    helped = subprocess.run([str(core_venv / "faithrag"), "--help"], capture_output=True,
+                            text=True, check=False)
+    assert helped.returncode == 0, helped.stderr
+    assert "ask" in helped.stdout
+
+
+def test_core_install_asks_an_openai_server_and_reports_it_absent(core_venv, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bridge.md").write_text("The Aldermoor Bridge opened in 1887.")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    asked = subprocess.run(
+        [str(core_venv / "faithrag"), "ask", "When did the bridge open?", "--docs", str(docs),
+         "--llm", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "x"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert asked.returncode != 0
+    first_line = asked.stderr.splitlines()[0]  # the error; the line after it is the hint
+    assert first_line.startswith("faithrag: error:") and "did not answer" in first_line, asked.stderr
+    assert "Traceback" not in asked.stderr, asked.stderr
