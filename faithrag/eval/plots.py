@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from faithrag.errors import MissingExtraError
+
 # (series label, dataset) -> (accuracy, (low, high))
 AccuracyCells = Mapping[tuple[str, str], tuple[float, Sequence[float]]]
 # dataset -> series label -> [(injected distractors, accuracy, (low, high)), ...]
@@ -31,7 +33,10 @@ DistractorPoints = Mapping[str, Mapping[str, list[tuple[float, float, Sequence[f
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure  # lazy: only plots need matplotlib
+    try:
+        from matplotlib.figure import Figure  # lazy: only plots need matplotlib
+    except ImportError as exc:
+        raise MissingExtraError("Plots", "plots") from exc
 
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 

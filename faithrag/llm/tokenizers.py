@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from faithrag.errors import ConfigError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, MissingExtraError
 from faithrag.llm.base import Message
 from faithrag.llm.models import PRESETS, resolve_model
 
@@ -56,10 +56,8 @@ class GGUFTokenizer:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
-            raise RuntimeUnavailableError(
-                f"tokenizer '{path}' needs llama-cpp-python, which cannot be imported ({exc}).",
-                "Run `make setup` (scripts/build_llama_wheel.sh), or use tokenizer='server' or a "
-                "tokenizer.json.") from exc
+            raise MissingExtraError(f"The GGUF tokenizer '{path}'", "llamacpp",
+                                    "Or use --tokenizer server, or a tokenizer.json.") from exc
         self.name = str(path)
         self._llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
         self.vocab_size = int(self._llama.n_vocab())
@@ -93,7 +91,11 @@ class HFTokenizer:
     counts are approximate."""
 
     def __init__(self, path: Path):
-        from tokenizers import Tokenizer
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise MissingExtraError(f"The tokenizer '{path}'", "dense",
+                                    "Or use --tokenizer server.") from exc
 
         self.name = str(path)
         self._tok = Tokenizer.from_file(str(path))

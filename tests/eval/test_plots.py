@@ -37,21 +37,22 @@ def test_distractor_plot_has_one_panel_per_dataset(tmp_path: Path) -> None:
 
 
 def test_plots_import_matplotlib_only_when_drawing(tmp_path: Path) -> None:
-    """Without matplotlib the report modules still import; drawing raises ImportError."""
+    """Without matplotlib the report modules still import; drawing names the extra."""
     script = f"""
 import sys
 sys.modules["matplotlib"] = None  # as if it were not installed
 import faithrag.eval.report
+from faithrag.errors import MissingExtraError
 from faithrag.eval.plots import plot_accuracy
 try:
     plot_accuracy({{("m", "d"): (0.5, (0.4, 0.6))}}, {str(tmp_path / "a.png")!r})
-except ImportError as exc:
-    print("ImportError", exc)
+except MissingExtraError as exc:
+    print("MissingExtraError", exc.hint)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("ImportError") and "matplotlib" in done.stdout
+    assert done.stdout.strip() == "MissingExtraError pip install 'faithrag[plots]'"
     assert not (tmp_path / "a.png").exists()
 
 

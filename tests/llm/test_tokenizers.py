@@ -3,6 +3,8 @@ GGUF's vocabulary (marked `model`)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from faithrag.errors import ConfigError
@@ -58,3 +60,16 @@ def test_gguf_vocabulary_round_trips_and_renders_the_chat_template(tiny_gguf):
     prompt = tokenizer.render_chat(user_prompt("Where is Paris?", system="Be brief."))
     assert "Where is Paris?" in prompt and "Be brief." in prompt
     assert prompt.index("Be brief.") < prompt.index("Where is Paris?")
+
+
+@pytest.mark.parametrize("module, make, extra", [
+    ("tokenizers", lambda path: HFTokenizer(path), "dense"),
+    ("llama_cpp", lambda path: GGUFTokenizer(path), "llamacpp"),
+])
+def test_a_local_tokenizer_without_its_extra_names_it(monkeypatch, tmp_path, module, make, extra):
+    from faithrag.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingExtraError) as err:
+        make(tmp_path / "tok")
+    assert err.value.hint == f"pip install 'faithrag[{extra}]'"
