@@ -33,7 +33,7 @@ test: models-tiny
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not model and not server" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not model and not server and not install" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
