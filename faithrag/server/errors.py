@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
+from typing import Any
+
+from starlette.responses import Response
+
 from faithrag.errors import (
     ConfigError,
     DataError,
@@ -17,7 +23,8 @@ from faithrag.errors import (
 
 
 class RequestError(FaithragError):
-    """The HTTP request itself is wrong (body, field, path or verb); `status` says how."""
+    """The HTTP request itself is wrong (body, field, path, verb, size or time); `status` says
+    how."""
 
     def __init__(self, status: int, message: str, hint: str = ""):
         super().__init__(message, hint)
@@ -43,3 +50,28 @@ def status_for(error: FaithragError) -> int:
     if isinstance(error, RequestError):
         return error.status
     return next((status for kind, status in STATUS_BY_ERROR if isinstance(error, kind)), 500)
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities as strings: JSON has no such numbers and browsers refuse them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+class JSONBody(Response):
+    """JSON in UTF-8 as it is written (no ASCII escapes), non-finite numbers as strings."""
+
+    media_type = "application/json; charset=utf-8"
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(json_safe(content), ensure_ascii=False, default=str).encode("utf-8")
+
+
+def error_response(status: int, error: str, hint: str = "",
+                   headers: dict[str, str] | None = None) -> JSONBody:
+    return JSONBody({"error": error, "hint": hint}, status, headers)
