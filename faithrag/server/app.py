@@ -26,7 +26,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
@@ -167,32 +167,32 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
 
     @api.exception_handler(FaithragError)
     async def faithrag_error(request: Request, exc: FaithragError) -> JSONBody:
-        return error_response(status_for(exc), exc.message, exc.hint)
+        return error_response(status_for(exc), exc.message, exc.hint, path=request.url.path)
 
     @api.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONBody:
-        return error_response(400, _one_line(list(exc.errors())), SCHEMA_HINT)
+        return error_response(400, _one_line(list(exc.errors())), SCHEMA_HINT,
+                              path=request.url.path)
 
     @api.exception_handler(ValidationError)
     async def invalid_fields(request: Request, exc: ValidationError) -> JSONBody:
-        return error_response(400, _one_line(exc.errors()), SCHEMA_HINT)
+        return error_response(400, _one_line(exc.errors()), SCHEMA_HINT, path=request.url.path)
 
     @api.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONBody:
         headers = dict(exc.headers or {})
         if exc.status_code == 404:
-            paths = sorted({r.path for r in api.routes if not r.path.startswith("/docs/")})
-            return error_response(404, f"No such path: {request.url.path}",
-                                  f"Paths: {', '.join(paths)}")
+            return error_response(404, f"No such path: {request.url.path}", _paths_hint(api))
         if exc.status_code == 405:
             return error_response(405, f"{request.method} is not allowed on {request.url.path}.",
-                                  f"Use {headers.get('allow', 'another method')}.", headers)
-        return error_response(exc.status_code, str(exc.detail), "", headers)
+                                  f"Use {headers.get('allow', 'another method')}.", headers,
+                                  request.url.path)
+        return error_response(exc.status_code, str(exc.detail), "", headers, request.url.path)
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONBody:  # uvicorn logs it
         return error_response(500, f"{type(exc).__name__}: {exc}",
-                              "The server log has the traceback.")
+                              "The server log has the traceback.", path=request.url.path)
 
     @api.get("/", include_in_schema=False)
     async def inspector() -> HTMLResponse:
@@ -260,12 +260,33 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
             yield chunk
 
     api.mount("/docs/static", _swagger_assets(), name="swagger")
-    app: Any = api
+
+    async def app_with_options(scope: Any, receive: Any, send: Any) -> None:
+        """OPTIONS says what a path allows (CORS preflights from allowed origins are answered
+        before this)."""
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await api(scope, receive, send)
+            return
+        verbs = {m for r in api.routes if getattr(r, "path", None) == scope["path"]
+                 for m in getattr(r, "methods", None) or ()}
+        if verbs:
+            allowed = sorted(verbs | {"OPTIONS"} | ({"HEAD"} if "GET" in verbs else set()))
+            response: Response = Response(status_code=204, headers={"Allow": ", ".join(allowed)})
+        else:
+            response = error_response(404, f"No such path: {scope['path']}", _paths_hint(api))
+        await response(scope, receive, send)
+
+    app: Any = app_with_options
     if settings.allowed_origins:
         app = CORSMiddleware(app, allow_origins=list(settings.allowed_origins),
                              allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type"])
     return GuardMiddleware(app, settings)
+
+
+def _paths_hint(api: FastAPI) -> str:
+    paths = sorted({r.path for r in api.routes if not r.path.startswith("/docs/")})
+    return f"Paths: {', '.join(paths)}"
 
 
 def _swagger_assets() -> Any:

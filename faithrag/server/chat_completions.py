@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from faithrag.server.ask_request import AskBody, PassageIn
-from faithrag.server.errors import RequestError, json_safe
+from faithrag.server.errors import RequestError, json_safe, openai_error
 from faithrag.server.stages import Stages
 
 MODEL_PREFIX = "faithrag"
@@ -144,6 +144,4 @@ class Completion:
 
 def error_event(status: int, message: str, hint: str) -> str:
     """An error after the stream has started, in the shape OpenAI clients raise on."""
-    payload = {"error": {"message": f"{message} {hint}".strip(), "code": status,
-                         "type": "faithrag_error"}}
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+    return f"data: {json.dumps(openai_error(status, message, hint), ensure_ascii=False)}\n\n"

@@ -72,6 +72,22 @@ class JSONBody(Response):
         return json.dumps(json_safe(content), ensure_ascii=False, default=str).encode("utf-8")
 
 
+# The OpenAI-compatible routes answer errors in OpenAI's shape, which its clients read.
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+
+
+def openai_error(status: int, error: str, hint: str = "") -> dict[str, Any]:
+    kind = {401: "authentication_error", 403: "permission_error",
+            404: "not_found_error"}.get(status, "server_error" if status >= 500
+                                        else "invalid_request_error")
+    return {"error": {"message": f"{error} {hint}".strip(), "type": kind, "param": None,
+                      "code": status, "hint": hint}}
+
+
 def error_response(status: int, error: str, hint: str = "",
-                   headers: dict[str, str] | None = None) -> JSONBody:
-    return JSONBody({"error": error, "hint": hint}, status, headers)
+                   headers: dict[str, str] | None = None, path: str = "") -> JSONBody:
+    """`{"error": ..., "hint": ...}`; on the OpenAI-compatible paths, OpenAI's
+    `{"error": {"message": ..., "type": ..., "code": ...}}` with the hint in it."""
+    body = (openai_error(status, error, hint) if path in OPENAI_PATHS
+            else {"error": error, "hint": hint})
+    return JSONBody(body, status, headers)

@@ -115,7 +115,7 @@ class GuardMiddleware:
             if refused.status == 413:
                 await _drain(receive)
             response = error_response(refused.status, refused.error, refused.hint,
-                                      refused.headers)
+                                      refused.headers, scope["path"])
             await response(scope, receive, send)
             return
         if scope["method"] == "HEAD":
