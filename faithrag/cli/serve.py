@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
 
 from faithrag.cli.common import (
     add_method_options,
@@ -137,6 +139,17 @@ def run(args: argparse.Namespace) -> int:
     health = service.health()
     print(f"faithrag serve: listening on {server.url} (model {health['model']}, method "
           f"{health['method']}); Ctrl-C or SIGTERM stops it", flush=True)
-    server.serve_forever()  # uvicorn stops on SIGINT and SIGTERM
+    if threading.current_thread() is threading.main_thread():
+        # uvicorn shuts down on SIGINT/SIGTERM, then raises the signal again for the handler
+        # found at start: make SIGTERM (what process managers send) end as Ctrl-C does
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     print("faithrag serve: stopped", flush=True)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

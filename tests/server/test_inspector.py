@@ -76,6 +76,7 @@ async function fetch(path, init) {
     created, status: text("status"), shown: !$("result").hidden,
     body: JSON.parse(sent.find((s) => s.path === "/v1/ask").init.body),
     answer: text("answer"), evidence: text("evidence"), removed: text("removed"),
+    summary: text("evidence-summary"),
     totals: text("totals"), steps: $("timeline").children.map((li) => li.textContent),
     selects: { method: options("method"), rerank: options("rerank"), verify: options("verify") },
     chosen: { method: $("method").value, k: $("k").value },
@@ -124,6 +125,7 @@ def test_the_script_draws_a_real_result_as_text(start_server, tmp_path):
     assert drawn["chosen"] == {"method": "vanilla", "k": 5}
     assert drawn["answer"].startswith(HOSTILE[:40]) and "parse ok" in drawn["answer"]
     assert "p1" in drawn["evidence"] and "Canberra is the capital." in drawn["evidence"]
+    assert drawn["summary"] == "1 of 1 passages reached the generator."
     assert "p2" in drawn["removed"] and "<i>contrary</i>" in drawn["removed"]
     assert HOSTILE in drawn["removed"]
     assert "2 steps" in drawn["totals"] and "1 LLM calls" in drawn["totals"]
