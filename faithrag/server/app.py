@@ -49,7 +49,7 @@ log = logging.getLogger("faithrag.server")
 T = TypeVar("T")
 # The page may run its own inline script and talk to this server only: no other origin, ever.
 INSPECTOR_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'")
+                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'")
 SCHEMA_HINT = "The request schema is at /openapi.json, readable at /docs."
 KEEP_ALIVE_SECONDS = 5.0
 
