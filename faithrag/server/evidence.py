@@ -57,8 +57,9 @@ def _seen_through_fit(steps: list[Step], given: list[Passage], llm: LLM,
             continue
         kept, kept_tokens = fit
         seen.update(ids[:kept])
-        whole = ids[:kept - 1]
-        last = ids[kept - 1] if kept else None
+        if kept == 0:
+            continue
+        whole, last = ids[:kept - 1], ids[kept - 1]
         if last in by_id and all(i in by_id for i in whole):
             tokens = llm.tokenize(by_id[last].text)
             room = kept_tokens - sum(len(llm.tokenize(by_id[i].text)) for i in whole)

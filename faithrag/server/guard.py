@@ -104,7 +104,7 @@ class GuardMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             self._check_host(headers)
-            self._check_origin(headers)
+            self._check_origin(scope["method"], headers)
             preflight = (scope["method"] == "OPTIONS" and "origin" in headers
                          and "access-control-request-method" in headers)
             if not preflight:
@@ -129,10 +129,12 @@ class GuardMiddleware:
                           "Use the address the server was started on, or restart it with "
                           f"--allowed-host {split_host(host) or 'NAME'}.")
 
-    def _check_origin(self, headers: dict[str, str]) -> None:
+    def _check_origin(self, method: str, headers: dict[str, str]) -> None:
         origin = headers.get("origin")
         if origin is None:
-            if headers.get("sec-fetch-site") == "cross-site":
+            # a browser names the origin of every cross-origin request but a plain GET (a
+            # link, an image), which starts no work
+            if method in BODY_METHODS and headers.get("sec-fetch-site") == "cross-site":
                 raise Refused(403, "Cross-site requests are refused.",
                               "Restart the server with --allowed-origin ORIGIN to allow one.")
             return

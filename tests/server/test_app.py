@@ -259,6 +259,31 @@ def test_health_ignores_a_query_string(start_server):
     assert start_server().get("/health?verbose=1").json()["status"] == "ok"
 
 
+def test_a_run_past_the_time_limit_is_a_504_and_queued_ones_give_up(start_server):
+    from faithrag.server import Limits
+
+    release = threading.Event()
+
+    def slow(request):
+        release.wait(10)
+        return "Canberra"
+    llm = FakeLLM(slow)
+    client = start_server(llm=llm, limits=Limits(request_seconds=0.5))
+    body = {"question": "q?", "passages": [{"text": CANBERRA}]}
+    started = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(client.ask, [body, body]))
+    assert [r.status for r in replies] == [504, 504]
+    assert time.monotonic() - started < 5
+    assert {r.json()["error"] for r in replies} <= {
+        "The request did not finish within 0.5 s.",
+        "The request waited for the model past its time limit."}
+    assert "--request-timeout" in replies[0].json()["hint"]
+    release.set()
+    assert client.get("/health").status == 200
+    assert len(llm.calls) == 1  # the queued run never reached the model
+
+
 def echo_question_slowly(in_flight: list[int], peak: list[int], lock: threading.Lock):
     def respond(request):
         with lock:

@@ -120,3 +120,27 @@ def test_the_api_key_is_the_clients_key(start_server):
     reply = client_for(server, "s3cret").chat.completions.create(
         model="faithrag", messages=[{"role": "user", "content": "q?"}])
     assert reply.choices[0].message.content == "Canberra"
+
+
+@pytest.mark.model
+def test_the_tiny_model_answers_the_official_client_plain_and_streamed(start_server, tiny_gguf):
+    from faithrag.config import Config
+    from faithrag.llm import load_llm
+
+    config = Config.load(overrides={"llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
+                                    "llm.n_threads": 1})
+    client = client_for(start_server(llm=load_llm(config.llm), config=config))
+    request = {"model": "faithrag", "messages": [
+        {"role": "user", "content": "When was the Aldermoor Bridge opened?"}],
+        "extra_body": {"faithrag": {"passages": [
+            {"title": "Aldermoor Bridge",
+             "text": "The Aldermoor Bridge over the river Wend was opened in 1887."}]}}}
+    reply = client.chat.completions.create(**request)
+    answer = reply.choices[0].message.content
+    assert isinstance(answer, str) and answer
+    (step,) = reply.model_extra["faithrag"]["trace"]["steps"]
+    assert step["llm_calls"][0]["completion_tokens"] > 0
+    assert reply.usage.completion_tokens == step["llm_calls"][0]["completion_tokens"]
+    chunks = list(client.chat.completions.create(stream=True, **request))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == answer  # temperature 0
+    assert chunks[-1].model_extra["faithrag"]["passages"][0]["id"] == "p1"
