@@ -137,9 +137,9 @@ def measure(setup: str, serve_cmd: list[str], requests: int, logs: Path,
 
 
 def table(runs: list[dict]) -> str:
-    lines = ["| set-up | clients | requests | throughput (req/s) | p50 (s) | p95 (s) | errors "
-             "| server RSS before → after (MiB) |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    header = ("| set-up | clients | requests | throughput (req/s) | p50 (s) | p95 (s) | errors "
+              "| server RSS before → after (MiB) |")
+    lines = [header, "|---|---:|---:|---:|---:|---:|---:|---|"]
     for run in runs:
         rss = "; ".join(f"{name} {run['rss_mib_before'][name]:.0f} → "
                         f"{run['rss_mib_after'][name]:.0f}" for name in run["rss_mib_before"])

@@ -4,7 +4,6 @@ of bad request, errors raised inside the pipeline, and concurrent clients."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -322,3 +321,20 @@ def test_a_server_backed_model_takes_requests_concurrently(start_server):
                                                       "passages": [{"text": CANBERRA}]}),
                                 ["a?", "b?"]))
     assert [r.json()["answer"] for r in replies] == ["Canberra", "Canberra"]
+
+
+def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(start_server):
+    client = start_server()
+    schema = client.get("/openapi.json").json()
+    assert set(schema["paths"]) == {"/health", "/v1/methods", "/v1/ask", "/v1/models",
+                                    "/v1/chat/completions"}
+    ask = schema["paths"]["/v1/ask"]["post"]
+    assert ask["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/AskBody")
+    assert "evidence" in schema["components"]["schemas"]["AskResult"]["properties"]
+    page = client.get("/docs").body.decode()
+    assets = ["/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css"]
+    for asset in assets:
+        assert f"'{asset}'" in page or f'"{asset}"' in page
+        assert client.get(asset).status == 200
+    assert "cdn" not in page.lower()

@@ -15,8 +15,8 @@ DEFAULTS = PipelineChoice("cot_json", "crossval", "antisyco", 4)
 STAGES = registered_stages()
 
 
-def parse(body: dict, limits: Limits = Limits(), stages: Stages = STAGES):
-    return to_ask_request(AskBody.model_validate(body), DEFAULTS, stages, limits)
+def parse(body: dict, limits: Limits | None = None, stages: Stages = STAGES):
+    return to_ask_request(AskBody.model_validate(body), DEFAULTS, stages, limits or Limits())
 
 
 def test_left_out_fields_take_the_defaults_and_passages_mean_no_retrieval():
@@ -57,8 +57,8 @@ def test_stage_names_are_checked_against_the_given_registry():
 @pytest.mark.parametrize("body, message, flag", [
     ({"question": "q" * 11}, "The question is 11 characters, over the limit of 10.",
      "--max-question-chars"),
-    ({"question": "q?", "passages": [{"text": "t"}] * 4}, "4 passages were sent, over the limit "
-     "of 3.", "--max-passages"),
+    ({"question": "q?", "passages": [{"text": "t"}] * 4},
+     "4 passages were sent, over the limit of 3.", "--max-passages"),
     ({"question": "q?", "passages": [{"text": "t"}, {"text": "x" * 21}]},
      "passages[1].text is 21 characters, over the limit of 20.", "--max-passage-chars"),
 ])

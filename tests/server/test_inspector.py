@@ -159,59 +159,85 @@ def scripted_crossval(request):
     return "Canberra"
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
-                    reason="Chromium is not installed (apt-get install chromium chromium-driver)")
-def test_the_inspector_in_headless_chromium(start_server, tmp_path):
+@pytest.fixture
+def chromium():
+    """Headless Chromium (Debian's, driven by selenium) with its console log kept."""
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,1800",
+                 "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options,
+                              service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.browser
+def test_the_inspector_in_headless_chromium(start_server, chromium):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
     from selenium.webdriver.support.ui import WebDriverWait
 
     client = start_server(llm=FakeLLM(scripted_crossval))
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,1900",
-                 "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options,
-                              service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
-    try:
-        driver.get(client.url + "/")
-        wait = WebDriverWait(driver, 30)
-        wait.until(lambda d: len(Select(d.find_element(By.ID, "rerank")).options) > 1)
-        driver.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
-        driver.find_element(By.ID, "choices").send_keys("Sydney\nCanberra")
-        driver.find_element(By.ID, "passages").send_keys(PASSAGES)
-        Select(driver.find_element(By.ID, "method")).select_by_value("vanilla")
-        Select(driver.find_element(By.ID, "rerank")).select_by_value("crossval")
-        driver.find_element(By.ID, "submit").click()
-        wait.until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    driver = chromium
+    driver.get(client.url + "/")
+    wait = WebDriverWait(driver, 30)
+    wait.until(lambda d: len(Select(d.find_element(By.ID, "rerank")).options) > 1)
+    driver.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
+    driver.find_element(By.ID, "choices").send_keys("Sydney\nCanberra")
+    driver.find_element(By.ID, "passages").send_keys(PASSAGES)
+    Select(driver.find_element(By.ID, "method")).select_by_value("vanilla")
+    Select(driver.find_element(By.ID, "rerank")).select_by_value("crossval")
+    driver.find_element(By.ID, "submit").click()
+    wait.until(lambda d: d.find_element(By.ID, "result").is_displayed())
 
-        def text(element_id: str) -> str:
-            return driver.find_element(By.ID, element_id).text
-        assert text("status") == ""
-        assert not driver.find_element(By.ID, "key-row").is_displayed()  # no key on this server
-        assert text("answer").startswith("Canberra") and "option 2 of 2" in text("answer")
-        assert "2 of 2 passages reached the generator." in text("evidence-summary")
-        evidence = driver.find_elements(By.CSS_SELECTOR, "#evidence li")
-        assert [li.text.split("\n")[0].split()[0] for li in evidence] == ["p1", "p2"]
-        removed = text("removed")
-        assert removed.startswith("p3")
-        assert "<b>it</b> contradicts the other two passages." in removed
-        assert f"{SCRIPTED} Sydney is the capital of Australia." in removed
-        steps = [s.text for s in driver.find_elements(By.CSS_SELECTOR, "#timeline summary")]
-        assert [s.split(" · ")[0] for s in steps] == ["rerank"] * 3 + ["generate"]
-        assert "crossval.detect" in steps[0] and "crossval.validate" in steps[1]
-        assert not driver.find_elements(By.CSS_SELECTOR, "main script, main img, main b")
-        with pytest.raises(NoAlertPresentException):
-            driver.switch_to.alert.text
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert errors == []
-        driver.save_screenshot(str(tmp_path / "inspector.png"))
-        if os.environ.get("FAITHRAG_INSPECTOR_SCREENSHOT"):
-            driver.save_screenshot(os.environ["FAITHRAG_INSPECTOR_SCREENSHOT"])
-    finally:
-        driver.quit()
+    def text(element_id: str) -> str:
+        return driver.find_element(By.ID, element_id).text
+    assert text("status") == ""
+    assert not driver.find_element(By.ID, "key-row").is_displayed()  # no key on this server
+    assert text("answer").startswith("Canberra") and "option 2 of 2" in text("answer")
+    assert "2 of 2 passages reached the generator." in text("evidence-summary")
+    evidence = driver.find_elements(By.CSS_SELECTOR, "#evidence li")
+    assert [li.text.split("\n")[0].split()[0] for li in evidence] == ["p1", "p2"]
+    removed = text("removed")
+    assert removed.startswith("p3")
+    assert "<b>it</b> contradicts the other two passages." in removed
+    assert f"{SCRIPTED} Sydney is the capital of Australia." in removed
+    steps = [s.text for s in driver.find_elements(By.CSS_SELECTOR, "#timeline summary")]
+    assert [s.split(" · ")[0] for s in steps] == ["rerank"] * 3 + ["generate"]
+    assert "crossval.detect" in steps[0] and "crossval.validate" in steps[1]
+    assert not driver.find_elements(By.CSS_SELECTOR, "main script, main img, main b")
+    with pytest.raises(NoAlertPresentException):
+        _ = driver.switch_to.alert.text
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+    if os.environ.get("FAITHRAG_INSPECTOR_SCREENSHOT"):
+        driver.save_screenshot(os.environ["FAITHRAG_INSPECTOR_SCREENSHOT"])
+
+
+@pytest.mark.browser
+def test_the_inspector_asks_for_the_api_key_and_then_works(start_server, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = start_server(llm=FakeLLM(default="Canberra"), api_key="s3cret")
+    chromium.get(client.url + "/")
+    wait = WebDriverWait(chromium, 30)
+    wait.until(lambda d: d.find_element(By.ID, "key-row").is_displayed())
+    assert "A valid API key is required." in chromium.find_element(By.ID, "status").text
+    chromium.find_element(By.ID, "api-key").send_keys("s3cret")
+    chromium.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
+    chromium.find_element(By.ID, "passages").send_keys("Canberra is the capital.")
+    chromium.find_element(By.ID, "submit").click()
+    wait.until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    assert chromium.find_element(By.ID, "answer").text.startswith("Canberra")
+    assert len(Select(chromium.find_element(By.ID, "method")).options) > 1
+    errors = [e["message"] for e in chromium.get_log("browser") if e["level"] == "SEVERE"]
+    assert all("401" in message for message in errors)  # the two calls made before the key
