@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
@@ -140,11 +140,12 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     """The guarded ASGI app for `service`."""
     settings = settings or ServerSettings(limits=service.limits)
     inspector_page = (files("faithrag.server") / "inspector.html").read_bytes()
-    api = FastAPI(title="faithrag", summary="Retrieval-augmented answers that stay right when "
-                  "their evidence is in conflict.", version="1",
-                  docs_url=None, redoc_url=None,
-                  responses={400: {"model": ErrorBody}, 401: {"model": ErrorBody},
-                             413: {"model": ErrorBody}, 504: {"model": ErrorBody}})
+    # the interactive docs with their assets served from here (fastapi-offline), not a CDN
+    api = FastAPIOffline(docs_url="/docs", redoc_url=None, static_url="/docs/static",
+                         title="faithrag", summary="Retrieval-augmented answers that stay right "
+                         "when their evidence is in conflict.", version="1",
+                         responses={400: {"model": ErrorBody}, 401: {"model": ErrorBody},
+                                    413: {"model": ErrorBody}, 504: {"model": ErrorBody}})
     started = int(time.time())
 
     async def in_thread(work: Callable[[float], T]) -> T:
@@ -200,13 +201,6 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
                                                      "Cache-Control": "no-store",
                                                      "X-Content-Type-Options": "nosniff"})
 
-    @api.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="faithrag API",
-                                   swagger_js_url="/docs/static/swagger-ui-bundle.js",
-                                   swagger_css_url="/docs/static/swagger-ui.css",
-                                   swagger_favicon_url="/docs/static/favicon-32x32.png")
-
     @api.get("/health", response_model=ServerInfo)
     async def health() -> JSONBody:
         """The model this server runs and its default method."""
@@ -259,8 +253,6 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         for chunk in completion.last_chunks(result):
             yield chunk
 
-    api.mount("/docs/static", _swagger_assets(), name="swagger")
-
     async def app_with_options(scope: Any, receive: Any, send: Any) -> None:
         """OPTIONS says what a path allows (CORS preflights from allowed origins are answered
         before this)."""
@@ -287,10 +279,3 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
 def _paths_hint(api: FastAPI) -> str:
     paths = sorted({r.path for r in api.routes if not r.path.startswith("/docs/")})
     return f"Paths: {', '.join(paths)}"
-
-
-def _swagger_assets() -> Any:
-    from starlette.staticfiles import StaticFiles
-    from swagger_ui_bundle import swagger_ui_path
-
-    return StaticFiles(directory=swagger_ui_path)

@@ -333,8 +333,9 @@ def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(st
         "/AskBody")
     assert "evidence" in schema["components"]["schemas"]["AskResult"]["properties"]
     page = client.get("/docs").body.decode()
-    assets = ["/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css"]
+    assets = ["/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css",
+              "/docs/static/favicon.png"]
     for asset in assets:
-        assert f"'{asset}'" in page or f'"{asset}"' in page
+        assert f"'{asset}'" in page or f'"{asset}"' in page, asset
         assert client.get(asset).status == 200
     assert "cdn" not in page.lower()

@@ -241,3 +241,18 @@ def test_the_inspector_asks_for_the_api_key_and_then_works(start_server, chromiu
     assert len(Select(chromium.find_element(By.ID, "method")).options) > 1
     errors = [e["message"] for e in chromium.get_log("browser") if e["level"] == "SEVERE"]
     assert all("401" in message for message in errors)  # the two calls made before the key
+
+
+@pytest.mark.browser
+def test_the_interactive_docs_render_every_route_offline(start_server, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = start_server()
+    chromium.get(client.url + "/docs")
+    WebDriverWait(chromium, 30).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")) >= 5)
+    paths = {e.text.strip() for e in chromium.find_elements(By.CSS_SELECTOR,
+                                                             ".opblock-summary-path")}
+    assert paths == {"/health", "/v1/methods", "/v1/ask", "/v1/models", "/v1/chat/completions"}
+    assert [e for e in chromium.get_log("browser") if e["level"] == "SEVERE"] == []
