@@ -144,3 +144,31 @@ def test_the_tiny_model_answers_the_official_client_plain_and_streamed(start_ser
     chunks = list(client.chat.completions.create(stream=True, **request))
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == answer  # temperature 0
     assert chunks[-1].model_extra["faithrag"]["passages"][0]["id"] == "p1"
+
+
+def test_a_long_run_keeps_the_stream_alive_with_comments(start_server, monkeypatch):
+    import threading
+    import time
+
+    import httpx
+
+    from faithrag.server import app
+
+    monkeypatch.setattr(app, "KEEP_ALIVE_SECONDS", 0.05)
+    done = threading.Event()
+
+    def slow(request):
+        done.wait(0.5)
+        return "Canberra"
+    server = start_server(llm=FakeLLM(slow))
+    events = []
+    started = time.monotonic()
+    with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=30, json={
+            "model": "faithrag", "stream": True,
+            "messages": [{"role": "user", "content": "Capital?"}]}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in response.iter_lines() if line]
+    assert time.monotonic() - started >= 0.5
+    assert events[0].startswith("data: ") and '"role": "assistant"' in events[0]
+    assert ": running" in events[1:-3]
+    assert events[-1] == "data: [DONE]"
