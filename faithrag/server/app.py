@@ -195,11 +195,12 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         return error_response(500, f"{type(exc).__name__}: {exc}",
                               "The server log has the traceback.", path=request.url.path)
 
-    @api.get("/", include_in_schema=False)
+    @api.get("/", response_class=HTMLResponse)
     async def inspector() -> HTMLResponse:
+        """The inspector: a page that asks questions and draws the answer, the evidence the
+        generator saw, the removed passages and the trace."""
         return HTMLResponse(inspector_page, headers={"Content-Security-Policy": INSPECTOR_CSP,
-                                                     "Cache-Control": "no-store",
-                                                     "X-Content-Type-Options": "nosniff"})
+                                                     "Cache-Control": "no-store"})
 
     @api.get("/health", response_model=ServerInfo)
     async def health() -> JSONBody:

@@ -78,6 +78,16 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return False
 
 
+def _no_sniffing(send: Send) -> Send:
+    """Every response keeps its declared Content-Type: browsers must not guess HTML in it."""
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []),
+                                              (b"x-content-type-options", b"nosniff")]}
+        await send(message)
+    return wrapped
+
+
 async def _drain(receive: Receive) -> None:
     left = DRAIN_BYTES
     while left > 0:
@@ -101,6 +111,7 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _no_sniffing(send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             self._check_host(headers)

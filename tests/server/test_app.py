@@ -326,8 +326,8 @@ def test_a_server_backed_model_takes_requests_concurrently(start_server):
 def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(start_server):
     client = start_server()
     schema = client.get("/openapi.json").json()
-    assert set(schema["paths"]) == {"/health", "/v1/methods", "/v1/ask", "/v1/models",
-                                    "/v1/chat/completions"}
+    assert set(schema["paths"]) == {"/", "/health", "/v1/methods", "/v1/ask",
+                                    "/v1/models", "/v1/chat/completions"}
     ask = schema["paths"]["/v1/ask"]["post"]
     assert ask["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/AskBody")

@@ -47,6 +47,13 @@ def test_split_host_and_json_depth():
     assert not json_depth_exceeds(b'{"a": "\\"[[[[", "b": [1]}', 2)
 
 
+def test_every_response_forbids_content_sniffing(start_server):
+    client = start_server()
+    for reply in (client.get("/"), client.get("/health"), client.get("/nowhere"),
+                  client.request("POST", "/v1/ask", ASK)):
+        assert reply.headers["X-Content-Type-Options"] == "nosniff"
+
+
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.2.nip.io", ""])
 def test_a_foreign_host_name_is_refused(start_server, host):
     llm = FakeLLM(default="x")
