@@ -68,7 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--port", type=_port, default=8000, help="port (default: 8000; 0 picks a free one)")
     g.add_argument("--api-key", dest="server_api_key", metavar="KEY",
                    help=f"token clients must send as 'Authorization: Bearer KEY' (default: "
-                   f"${API_KEY_ENV}; none on loopback)")
+                   f"${API_KEY_ENV}; without one the server listens on loopback only). The key "
+                   "of a model server behind --llm openai is --set llm.api_key=KEY")
     g.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="a Host name the server answers to besides the loopback names "
                    "(repeatable)")
