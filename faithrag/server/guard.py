@@ -32,7 +32,7 @@ PUBLIC_PATHS = ("/", "/docs", "/openapi.json")
 PUBLIC_PREFIX = "/docs/static/"
 BODY_METHODS = ("POST", "PUT", "PATCH")
 # A refused body that is still arriving is read and dropped (up to this much, while it keeps
-# coming) so that the client, still sending, reads the 413 instead of a reset connection.
+# coming) so that the client, still sending, reads the refusal instead of a reset connection.
 DRAIN_BYTES = 64 << 20
 DRAIN_IDLE_SECONDS = 0.2
 OPEN_BRACKETS, CLOSE_BRACKETS = frozenset(b"[{"), frozenset(b"]}")
@@ -123,7 +123,7 @@ class GuardMiddleware:
             if scope["method"] in BODY_METHODS:
                 receive = await self._buffered_body(headers, receive)
         except Refused as refused:
-            if refused.status == 413:
+            if scope["method"] in BODY_METHODS:
                 await _drain(receive)
             response = error_response(refused.status, refused.error, refused.hint,
                                       refused.headers, scope["path"])

@@ -142,6 +142,14 @@ def test_a_body_over_the_limit_still_being_sent_reads_its_413(start_server):
     assert client.ask({"question": "q?", "passages": [{"text": "short"}]}).status == 200
 
 
+def test_a_large_body_refused_for_its_type_or_token_still_reads_its_refusal(start_server):
+    client = start_server(api_key="s3cret")
+    body = json.dumps({"question": "q?", "passages": [{"text": "x" * 8_000_000}]}).encode()
+    assert client.request("POST", "/v1/ask", body, {"Content-Type": "text/plain"}).status == 401
+    assert client.request("POST", "/v1/ask", body, {
+        "Content-Type": "text/plain", "Authorization": "Bearer s3cret"}).status == 415
+
+
 def test_a_chunked_body_over_the_limit_is_a_413_and_one_within_it_is_served(start_server):
     client = start_server(limits=Limits(max_body_bytes=1024))
     chunk = b"x" * 600
