@@ -5,7 +5,6 @@ answer, the evidence, the removed passages and every trace step, all as text."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -217,8 +216,6 @@ def test_the_inspector_in_headless_chromium(start_server, chromium):
         _ = driver.switch_to.alert.text
     errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
-    if os.environ.get("FAITHRAG_INSPECTOR_SCREENSHOT"):
-        driver.save_screenshot(os.environ["FAITHRAG_INSPECTOR_SCREENSHOT"])
 
 
 @pytest.mark.browser
