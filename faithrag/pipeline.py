@@ -122,8 +122,7 @@ class Pipeline:
         if kb is not None:
             settings["antisyco__kb"] = str(kb)
         config = configure(config, **settings)
-        for kind, name in config.pipeline.stages():
-            registry.stage(kind, name).check(config)
+        check_stages(config)
         sources = [name for name, value in (("docs", docs), ("index", index),
                                             ("passages", passages), ("retriever", retriever))
                    if value is not None]
@@ -178,6 +177,13 @@ class Pipeline:
         return Result(question, answer, passages, removed, trace)
 
 
+def check_stages(config: Config) -> None:
+    """ConfigError when a stage `config` names lacks what it needs (a verifier's knowledge
+    base); cheap, so callers run it before loading a model or an index."""
+    for kind, name in config.pipeline.stages():
+        registry.stage(kind, name).check(config)
+
+
 def make_question(question: Question | str, choices: Sequence[str] | None = None) -> Question:
     """`question` as a Question with `choices`, checked: InputError for an empty question,
     fewer than two options or an empty option, or choices given twice."""
@@ -214,5 +220,5 @@ def open_retriever(config: Config, *, docs: str | Path | None = None,
     return None
 
 
-__all__ = ["SETTING_ALIASES", "Pipeline", "Result", "configure", "make_question",
-           "open_retriever"]
+__all__ = ["SETTING_ALIASES", "Pipeline", "Result", "check_stages", "configure",
+           "make_question", "open_retriever"]

@@ -7,8 +7,6 @@ from typing import Any
 
 from faithrag import registry
 from faithrag.config import Config
-from faithrag.llm import load_llm
-from faithrag.llm.base import LLM
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -73,8 +71,3 @@ def config_from_args(args: argparse.Namespace) -> Config:
         **parse_set_options(getattr(args, "set", None) or []),
     }
     return Config.load(getattr(args, "config", None), overrides)
-
-
-def llm_from_config(config: Config, copies: int = 1) -> LLM:
-    """The configured LLM; `copies` embedded models for that many concurrent items."""
-    return load_llm(config.llm, copies)

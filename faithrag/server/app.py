@@ -1,160 +1,282 @@
-"""The HTTP API on the standard library's ThreadingHTTPServer: routing, the body size limit and
-JSON errors. A bad request gets `{"error": ..., "hint": ...}` and the server keeps running.
+"""The HTTP API as an ASGI app (FastAPI), behind GuardMiddleware. Every error is
+`{"error": ..., "hint": ...}` with its status; the server keeps running.
 
-    GET  /            the inspector page
-    GET  /health      {"status": "ok", "model": ..., "method": ...}
-    GET  /v1/methods  the registered methods, re-rankers and verifiers, and the defaults
-    POST /v1/ask      {"question", "choices"?, "passages"?, "method"?, "rerank"?, "verify"?,
-                      "k"?} -> the pipeline's Result.to_dict(), trace included
+    GET  /                     the inspector page
+    GET  /health               {"status": "ok", "model": ..., "method": ...}
+    GET  /v1/methods           the registered methods, re-rankers and verifiers, and the defaults
+    POST /v1/ask               AskBody -> the result, trace included
+    GET  /v1/models            the OpenAI-style model list (one per method)
+    POST /v1/chat/completions  the OpenAI-compatible facade (faithrag.server.chat_completions)
+    GET  /docs, /openapi.json  the interactive reference and the schema
+
+    app = create_app(AskService(config, llm, retriever, Pipeline.from_parts), ServerSettings())
+    uvicorn.run(app, host="127.0.0.1", port=8000)
 """
 
 from __future__ import annotations
 
-import json
-import math
-import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
 from importlib.resources import files
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 
 from faithrag.errors import FaithragError
-from faithrag.server.errors import RequestError, status_for
+from faithrag.server.ask_request import AskBody
+from faithrag.server.chat_completions import (
+    ChatCompletionRequest,
+    Completion,
+    error_event,
+    models_list,
+    to_ask_body,
+)
+from faithrag.server.errors import JSONBody, RequestError, error_response, status_for
+from faithrag.server.guard import GuardMiddleware
 from faithrag.server.service import AskService
+from faithrag.server.settings import ServerSettings
 
-DEFAULT_MAX_BODY_BYTES = 1 << 20
-# An over-limit body is read and dropped up to this size so that the client, still sending,
-# reads the 413 instead of a reset connection; beyond it the connection is just closed.
-DISCARD_LIMIT_BYTES = 64 << 20
-ROUTES: dict[str, dict[str, str]] = {  # path -> verb -> handler method
-    "/": {"GET": "_inspector"},
-    "/health": {"GET": "_health"},
-    "/v1/methods": {"GET": "_methods"},
-    "/v1/ask": {"POST": "_ask"},
-}
+log = logging.getLogger("faithrag.server")
+T = TypeVar("T")
 # The page may run its own inline script and talk to this server only: no other origin, ever.
 INSPECTOR_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'")
+                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'")
+SCHEMA_HINT = "The request schema is at /openapi.json, readable at /docs."
+KEEP_ALIVE_SECONDS = 5.0
 
 
-def _json_safe(value: Any) -> Any:
-    """NaN and infinities as strings: JSON has no such numbers and browsers refuse them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+class ServerInfo(BaseModel):
+    status: str
+    model: str
+    method: str
 
 
-class FaithragServer(ThreadingHTTPServer):
-    """One thread per connection; `service` does the work. Port 0 picks a free port."""
-
-    daemon_threads = True
-
-    def __init__(self, host: str, port: int, service: AskService,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
-        self.service = service
-        self.max_body_bytes = max_body_bytes
-        self.inspector_page = (files("faithrag.server") / "inspector.html").read_bytes()
-        super().__init__((host, port), _Handler)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+class Defaults(BaseModel):
+    method: str
+    rerank: str | None
+    verify: str | None
+    k: int
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: FaithragServer
-    server_version = "faithrag"
-    timeout = 60  # seconds a client may take to send its request
+class MethodsInfo(BaseModel):
+    methods: list[str]
+    rerankers: list[str]
+    verifiers: list[str]
+    defaults: Defaults
+    retrieval: bool
 
-    def do_GET(self) -> None:
-        self._handle()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+class PassageOut(BaseModel):
+    id: str
+    title: str
+    source: str
+    score: float | None
+    text: str
 
-    def _handle(self) -> None:
-        path = urlsplit(self.path).path
-        verbs = ROUTES.get(path, {})
+
+class RemovedOut(BaseModel):
+    id: str
+    reason: str
+    text: str
+
+
+class EvidenceSummary(BaseModel):
+    """How many passages the generator was handed, saw, and did not see (dropped), which it saw
+    cut short, and why."""
+
+    given: int
+    seen: int
+    dropped: int
+    cut: list[str]
+    reason: str
+
+
+class AskResult(BaseModel):
+    question: str
+    choices: list[str] | None
+    answer: str
+    choice_index: int | None
+    parse_status: str
+    reason: str
+    passages: list[PassageOut]
+    removed: list[RemovedOut]
+    evidence: EvidenceSummary
+    trace: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    error: str
+    hint: str
+
+
+def _one_line(errors: list[Any]) -> str:
+    """A pydantic error list as one sentence about its first error."""
+    first = errors[0]
+    loc = list(first["loc"])
+    where = ".".join(str(part) for part in (loc[1:] if loc[:1] == ["body"] else loc))
+    if first["type"] == "json_invalid":
+        return f"The request body is not valid JSON: {first.get('ctx', {}).get('error', '')}."
+    if first["type"] == "missing" and not where:
+        return "The request body is empty."
+    if first["type"] == "missing":
+        return f"'{where}' is required."
+    if first["type"] == "extra_forbidden":
+        return f"Unknown field '{where}'."
+    if first["type"] in ("model_type", "model_attributes_type", "dict_type") and not where:
+        return "The request body must be a JSON object."
+    return f"'{where}': {first['msg']}." if where else f"{first['msg']}."
+
+
+def create_app(service: AskService, settings: ServerSettings | None = None) -> Any:
+    """The guarded ASGI app for `service`."""
+    settings = settings or ServerSettings(limits=service.limits)
+    inspector_page = (files("faithrag.server") / "inspector.html").read_bytes()
+    # the interactive docs with their assets served from here (fastapi-offline), not a CDN
+    api = FastAPIOffline(docs_url="/docs", redoc_url=None, static_url="/docs/static",
+                         title="faithrag", summary="Retrieval-augmented answers that stay right "
+                         "when their evidence is in conflict.", version="1",
+                         responses={400: {"model": ErrorBody}, 401: {"model": ErrorBody},
+                                    413: {"model": ErrorBody}, 504: {"model": ErrorBody}})
+    started = int(time.time())
+
+    async def in_thread(work: Callable[[float], T]) -> T:
+        """`work(deadline)` in a worker thread, abandoned (504) past the request time limit."""
+        seconds = service.limits.request_seconds
+        deadline = time.monotonic() + seconds
         try:
-            body = self._read_body()
-            if not verbs:
-                raise RequestError(404, f"No such path: {path}", f"Paths: {', '.join(ROUTES)}")
-            if self.command not in verbs:
-                raise RequestError(405, f"{self.command} is not allowed on {path}.",
-                                   f"Use {', '.join(verbs)}.")
-            getattr(self, verbs[self.command])(body)
+            return await asyncio.wait_for(
+                anyio.to_thread.run_sync(work, deadline, abandon_on_cancel=True), seconds)
+        except asyncio.TimeoutError:
+            raise RequestError(504, f"The request did not finish within {seconds:g} s.",
+                               "Send fewer passages or a lighter method, or restart the server "
+                               "with a larger --request-timeout.") from None
+        except FaithragError:
+            raise
+        except Exception as exc:  # one failed run must not stop the server; logged once
+            log.exception("the pipeline failed")
+            raise RequestError(500, f"{type(exc).__name__}: {exc}",
+                               "The server log has the traceback.") from exc
+
+    @api.exception_handler(FaithragError)
+    async def faithrag_error(request: Request, exc: FaithragError) -> JSONBody:
+        return error_response(status_for(exc), exc.message, exc.hint, path=request.url.path)
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid_body(request: Request, exc: RequestValidationError) -> JSONBody:
+        return error_response(400, _one_line(list(exc.errors())), SCHEMA_HINT,
+                              path=request.url.path)
+
+    @api.exception_handler(ValidationError)
+    async def invalid_fields(request: Request, exc: ValidationError) -> JSONBody:
+        return error_response(400, _one_line(exc.errors()), SCHEMA_HINT, path=request.url.path)
+
+    @api.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONBody:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 404:
+            return error_response(404, f"No such path: {request.url.path}", _paths_hint(api))
+        if exc.status_code == 405:
+            return error_response(405, f"{request.method} is not allowed on {request.url.path}.",
+                                  f"Use {headers.get('allow', 'another method')}.", headers,
+                                  request.url.path)
+        return error_response(exc.status_code, str(exc.detail), "", headers, request.url.path)
+
+    @api.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONBody:  # uvicorn logs it
+        return error_response(500, f"{type(exc).__name__}: {exc}",
+                              "The server log has the traceback.", path=request.url.path)
+
+    @api.get("/", response_class=HTMLResponse)
+    async def inspector() -> HTMLResponse:
+        """The inspector: a page that asks questions and draws the answer, the evidence the
+        generator saw, the removed passages and the trace."""
+        return HTMLResponse(inspector_page, headers={"Content-Security-Policy": INSPECTOR_CSP,
+                                                     "Cache-Control": "no-store"})
+
+    @api.get("/health", response_model=ServerInfo)
+    async def health() -> JSONBody:
+        """The model this server runs and its default method."""
+        return JSONBody(service.health())
+
+    @api.get("/v1/methods", response_model=MethodsInfo)
+    async def methods() -> JSONBody:
+        """The registered stages, this server's defaults, and whether it has an index."""
+        return JSONBody(service.methods())
+
+    @api.post("/v1/ask", response_model=AskResult)
+    async def ask(body: AskBody) -> JSONBody:
+        """Answer a question through the pipeline. `passages` in the result are exactly the ones
+        the generator saw; `evidence` says how many were dropped or cut, and why; `removed`
+        lists what a re-ranker took out, with its reason."""
+        return JSONBody(await in_thread(lambda deadline: service.ask(body, deadline)))
+
+    @api.get("/v1/models")
+    async def models() -> JSONBody:
+        """OpenAI-style: `faithrag` (the default pipeline) and `faithrag/<method>`."""
+        return JSONBody(models_list(service.stages, started))
+
+    @api.post("/v1/chat/completions")
+    async def chat_completions(request: ChatCompletionRequest) -> Any:
+        """OpenAI-compatible: the last user message is the question; `faithrag` (extension
+        field) carries passages, choices, rerank, verify and k; the reply's `faithrag` field
+        carries the `/v1/ask` result. `stream: true` sends server-sent events."""
+        body = to_ask_body(request, service.stages)
+        completion = Completion(request.model)
+        if not request.stream:
+            result = await in_thread(lambda deadline: service.ask(body, deadline))
+            return JSONBody(completion.whole(result))
+        return StreamingResponse(_stream(completion, body), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    async def _stream(completion: Completion, body: AskBody) -> AsyncIterator[str]:
+        yield completion.chunk({"role": "assistant", "content": ""})
+        task = asyncio.ensure_future(in_thread(lambda deadline: service.ask(body, deadline)))
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=KEEP_ALIVE_SECONDS)
+                if not task.done():
+                    yield ": running\n\n"  # a comment: keeps proxies and clients waiting
+            result = task.result()
         except FaithragError as exc:
-            status = status_for(exc)
-            self._send_json(status, {"error": exc.message, "hint": exc.hint},
-                            {"Allow": ", ".join(verbs)} if status == 405 else None)
-        except Exception as exc:  # noqa: BLE001 (one failed request must not stop the server)
-            self.log_error("%s", traceback.format_exc())
-            self._send_json(500, {"error": f"{type(exc).__name__}: {exc}",
-                                  "hint": "The server log has the traceback."})
+            yield error_event(status_for(exc), exc.message, exc.hint)
+            return
+        finally:
+            task.cancel()
+        for chunk in completion.last_chunks(result):
+            yield chunk
 
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            raise RequestError(411, "Chunked request bodies are not supported.",
-                               "Send the body with a Content-Length header.")
-        declared = self.headers.get("Content-Length") or "0"
-        if not (declared.isascii() and declared.isdigit()):
-            raise RequestError(400, f"Content-Length {declared!r} is not a byte count.")
-        length = int(declared)
-        try:
-            if length <= self.server.max_body_bytes:
-                return self.rfile.read(length)
-            self._discard(min(length, DISCARD_LIMIT_BYTES))
-        except TimeoutError:
-            raise RequestError(408, "The request body did not arrive in time.") from None
-        raise RequestError(413, f"The request body is {length} bytes, over the limit of "
-                                f"{self.server.max_body_bytes}.",
-                           "Send fewer or shorter passages, or restart the server with a larger "
-                           "--max-body-bytes.")
+    async def app_with_options(scope: Any, receive: Any, send: Any) -> None:
+        """OPTIONS says what a path allows (CORS preflights from allowed origins are answered
+        before this)."""
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await api(scope, receive, send)
+            return
+        verbs = {m for r in api.routes if getattr(r, "path", None) == scope["path"]
+                 for m in getattr(r, "methods", None) or ()}
+        if verbs:
+            allowed = sorted(verbs | {"OPTIONS"} | ({"HEAD"} if "GET" in verbs else set()))
+            response: Response = Response(status_code=204, headers={"Allow": ", ".join(allowed)})
+        else:
+            response = error_response(404, f"No such path: {scope['path']}", _paths_hint(api))
+        await response(scope, receive, send)
 
-    def _discard(self, length: int) -> None:
-        while length > 0:
-            chunk = self.rfile.read(min(length, 1 << 16))
-            if not chunk:
-                return
-            length -= len(chunk)
+    app: Any = app_with_options
+    if settings.allowed_origins:
+        app = CORSMiddleware(app, allow_origins=list(settings.allowed_origins),
+                             allow_methods=["GET", "POST"],
+                             allow_headers=["Authorization", "Content-Type"])
+    return GuardMiddleware(app, settings)
 
-    def _send(self, status: int, body: bytes, content_type: str,
-              headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
-    def _send_json(self, status: int, payload: Any,
-                   headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(_json_safe(payload), ensure_ascii=False, default=str).encode("utf-8")
-        self._send(status, body, "application/json; charset=utf-8", headers)
-
-    def _inspector(self, body: bytes) -> None:
-        self._send(200, self.server.inspector_page, "text/html; charset=utf-8",
-                   {"Content-Security-Policy": INSPECTOR_CSP, "Cache-Control": "no-store"})
-
-    def _health(self, body: bytes) -> None:
-        self._send_json(200, self.server.service.health())
-
-    def _methods(self, body: bytes) -> None:
-        self._send_json(200, self.server.service.methods())
-
-    def _ask(self, body: bytes) -> None:
-        if not body.strip():
-            raise RequestError(400, "The request body is empty.",
-                               'Send JSON such as {"question": "Who founded X?"}.')
-        try:
-            payload = json.loads(body)
-        except ValueError as exc:  # invalid JSON or not UTF-8
-            raise RequestError(400, f"The request body is not valid JSON: {exc}",
-                               "Send a JSON object with Content-Type: application/json.") from None
-        self._send_json(200, self.server.service.ask(payload))
+def _paths_hint(api: FastAPI) -> str:
+    paths = sorted({r.path for r in api.routes if not r.path.startswith("/docs/")})
+    return f"Paths: {', '.join(paths)}"

@@ -1,18 +1,50 @@
-"""The body of `POST /v1/ask`, checked field by field before any model work is done."""
+"""The body of `POST /v1/ask` as one typed model, and its checks against the registered stages
+and the server's limits, all before any model work is done.
+
+    body = AskBody.model_validate({"question": "Who founded X?", "passages": [{"text": "..."}]})
+    request = to_ask_request(body, defaults, registered_stages(), Limits())
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from faithrag import registry
+from pydantic import BaseModel, ConfigDict, Field
+
 from faithrag.server.errors import RequestError
+from faithrag.server.settings import Limits
+from faithrag.server.stages import Stages
 from faithrag.types import Passage, Question
 
-FIELDS = ("question", "choices", "passages", "method", "rerank", "verify", "k")
-PASSAGE_FIELDS = ("id", "title", "text")
-EXAMPLE = ('For example: {"question": "Who founded X?", "choices": ["A", "B"], '
-           '"passages": [{"title": "X", "text": "..."}], "method": "vanilla"}')
+MAX_CHOICES = 26  # options are lettered A-Z in prompts
+
+
+class PassageIn(BaseModel):
+    """One passage of evidence supplied with the request."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: str | None = Field(None, min_length=1,
+                           description="Unique within the request; p1, p2, … when left out.")
+    title: str = ""
+    text: str = Field(min_length=1, pattern=r"\S")
+
+
+class AskBody(BaseModel):
+    """A question, optionally with its options and its evidence. Left out, `method`, `rerank`,
+    `verify` and `k` take the server's defaults; `"rerank": null` or `"verify": null` switches
+    that stage off. Without `passages` the server retrieves `k` from its index."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
+        "question": "When did the Aldermoor Bridge open?", "choices": ["1887", "1901"],
+        "passages": [{"title": "Aldermoor", "text": "The Aldermoor Bridge opened in 1887."}],
+        "method": "vanilla", "rerank": None}]})
+    question: str = Field(min_length=1, pattern=r"\S")
+    choices: list[str] | None = Field(None, min_length=2, max_length=MAX_CHOICES)
+    passages: list[PassageIn] | None = None
+    method: str | None = None
+    rerank: str | None = None
+    verify: str | None = None
+    k: int | None = Field(None, ge=1)
 
 
 @dataclass(frozen=True)
@@ -32,80 +64,60 @@ class AskRequest:
     choice: PipelineChoice
 
 
-def _bad(message: str, hint: str = EXAMPLE) -> RequestError:
-    return RequestError(400, message, hint)
-
-
-def _registered(field: str, value: Any, registry: dict[str, Any], optional: bool = False) -> str:
-    if isinstance(value, str) and value in registry:
+def _registered(field: str, value: str, names: tuple[str, ...], optional: bool) -> str:
+    if value in names:
         return value
-    names = ", ".join(sorted(registry))
-    raise _bad(f"Unknown {field} {value!r}.",
-               f"Choose one of: {names}" + (", or null for none." if optional else "."))
+    raise RequestError(400, f"Unknown {field} {value!r}.",
+                       f"Choose one of: {', '.join(names)}"
+                       + (", or null for none." if optional else "."))
 
 
-def _optional_stage(field: str, value: Any, registry: dict[str, Any]) -> str | None:
-    return None if value is None else _registered(field, value, registry, optional=True)
+def pipeline_choice(body: AskBody, defaults: PipelineChoice, stages: Stages) -> PipelineChoice:
+    given = body.model_fields_set
+    rerank = body.rerank if "rerank" in given else defaults.rerank
+    verify = body.verify if "verify" in given else defaults.verify
+    return PipelineChoice(
+        method=_registered("method", body.method or defaults.method, stages.methods, False),
+        rerank=None if rerank is None else _registered("rerank", rerank, stages.rerankers, True),
+        verify=None if verify is None else _registered("verify", verify, stages.verifiers, True),
+        k=body.k or defaults.k)
 
 
-def _choices(value: Any) -> list[str] | None:
-    if value is None:
+def _check_limits(body: AskBody, limits: Limits) -> None:
+    def too_large(message: str, flag: str) -> RequestError:
+        return RequestError(413, message, f"Send less, or restart the server with a larger {flag}.")
+    if len(body.question) > limits.max_question_chars:
+        raise too_large(f"The question is {len(body.question)} characters, over the limit of "
+                        f"{limits.max_question_chars}.", "--max-question-chars")
+    passages = body.passages or []
+    if len(passages) > limits.max_passages:
+        raise too_large(f"{len(passages)} passages were sent, over the limit of "
+                        f"{limits.max_passages}.", "--max-passages")
+    for number, passage in enumerate(passages):
+        if len(passage.text) > limits.max_passage_chars:
+            raise too_large(f"passages[{number}].text is {len(passage.text)} characters, over "
+                            f"the limit of {limits.max_passage_chars}.", "--max-passage-chars")
+
+
+def _passages(items: list[PassageIn] | None) -> list[Passage] | None:
+    if items is None:
         return None
-    if (not isinstance(value, list) or len(value) < 2
-            or not all(isinstance(c, str) and c.strip() for c in value)):
-        raise _bad("'choices' must be a list of at least two non-empty strings.")
-    return value
-
-
-def _passage(number: int, value: Any) -> Passage:
-    if not isinstance(value, dict):
-        raise _bad(f"passages[{number - 1}] must be an object with a 'text'.")
-    unknown = sorted(set(value) - set(PASSAGE_FIELDS))
-    if unknown:
-        raise _bad(f"passages[{number - 1}] has unknown field(s): {', '.join(unknown)}.",
-                   f"A passage has: {', '.join(PASSAGE_FIELDS)}.")
-    text, pid, title = value.get("text"), value.get("id", f"p{number}"), value.get("title", "")
-    if not isinstance(text, str) or not text.strip():
-        raise _bad(f"passages[{number - 1}].text must be a non-empty string.")
-    if not isinstance(pid, str) or not pid.strip() or not isinstance(title, str):
-        raise _bad(f"passages[{number - 1}]: 'id' must be a non-empty string and 'title' a "
-                   "string.")
-    return Passage(id=pid, text=text, title=title, source="request")
-
-
-def _passages(value: Any) -> list[Passage] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise _bad("'passages' must be a list of objects with a 'text'.")
-    passages = [_passage(number, item) for number, item in enumerate(value, 1)]
+    passages = [Passage(id=item.id or f"p{number}", text=item.text, title=item.title,
+                        source="request") for number, item in enumerate(items, 1)]
     ids = [p.id for p in passages]
     if len(set(ids)) != len(ids):
-        raise _bad("Passage ids must be unique.", "Leave 'id' out to number them p1, p2, …")
+        raise RequestError(400, "Passage ids must be unique.",
+                           "Leave 'id' out to number them p1, p2, …")
     return passages
 
 
-def _k(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _bad(f"'k' must be a positive integer, got {value!r}.")
-    return value
-
-
-def parse_ask_request(body: Any, defaults: PipelineChoice) -> AskRequest:
-    """Fields left out take the server's defaults; `"rerank": null` switches a stage off."""
-    if not isinstance(body, dict):
-        raise _bad("The request body must be a JSON object.")
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        raise _bad(f"Unknown field(s): {', '.join(unknown)}.", f"Allowed: {', '.join(FIELDS)}.")
-    question = body.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise _bad("'question' must be a non-empty string.")
-    choice = PipelineChoice(
-        method=_registered("method", body.get("method", defaults.method), registry.names("generator")),
-        rerank=_optional_stage("rerank", body.get("rerank", defaults.rerank), registry.names("reranker")),
-        verify=_optional_stage("verify", body.get("verify", defaults.verify), registry.names("verifier")),
-        k=_k(body.get("k", defaults.k)),
-    )
-    return AskRequest(Question(question.strip(), choices=_choices(body.get("choices"))),
-                      _passages(body.get("passages")), choice)
+def to_ask_request(body: AskBody, defaults: PipelineChoice, stages: Stages,
+                   limits: Limits) -> AskRequest:
+    """The checked request; raises RequestError (400 or 413) on a bad one."""
+    _check_limits(body, limits)
+    choices = body.choices
+    if choices is not None and not all(c.strip() for c in choices):
+        raise RequestError(400, "'choices' must be non-empty strings.",
+                           'For example: "choices": ["1887", "1901"].')
+    return AskRequest(Question(body.question.strip(), choices=choices), _passages(body.passages),
+                      pipeline_choice(body, defaults, stages))

@@ -1,19 +1,26 @@
 """What the HTTP API serves: one loaded model and retriever, pipelines built on first use per
-(method, rerank, verify, k) and reused, and the lock that queues runs on an in-process model."""
+(method, rerank, verify, k) and reused, and the lock that queues runs on an in-process model.
+
+    service = AskService(config, llm, retriever, Pipeline.from_parts)
+    service.ask(AskBody(question="Who founded X?"), deadline=time.monotonic() + 60)
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
-from faithrag.server.ask_request import PipelineChoice, parse_ask_request
+from faithrag.server.ask_request import AskBody, PipelineChoice, to_ask_request
+from faithrag.server.errors import RequestError
+from faithrag.server.evidence import generator_view
+from faithrag.server.settings import Limits
+from faithrag.server.stages import Stages, registered_stages
 
 BuildPipeline = Callable[[Config, LLM, "Retriever | None"], Pipeline]
 
@@ -21,20 +28,22 @@ BuildPipeline = Callable[[Config, LLM, "Retriever | None"], Pipeline]
 class AskService:
     """Answers `/v1/ask` bodies. With `serialize_runs` (an embedded model: llama.cpp decodes
     one sequence at a time and is not thread-safe) one request runs at a time and the others
-    queue; a model behind a server takes them concurrently."""
+    queue until their deadline; a model behind a server takes them concurrently."""
 
     def __init__(self, config: Config, llm: LLM, retriever: Retriever | None,
-                 build_pipeline: BuildPipeline, serialize_runs: bool = True):
+                 build_pipeline: BuildPipeline, serialize_runs: bool = True,
+                 limits: Limits | None = None):
         self.config = config
         self.llm = llm
         self.retriever = retriever
+        self.limits = limits or Limits()
+        self.stages: Stages = registered_stages()
         self.defaults = PipelineChoice(config.pipeline.method, config.pipeline.rerank,
                                        config.pipeline.verify, config.retrieval.k)
         self._build_pipeline = build_pipeline
         self._pipelines: dict[PipelineChoice, Pipeline] = {}
         self._pipelines_lock = threading.Lock()
-        self._run_lock: AbstractContextManager[Any] = (
-            threading.Lock() if serialize_runs else nullcontext())
+        self._run_lock = threading.Lock() if serialize_runs else None
         self.pipeline(self.defaults)  # a bad default fails at start-up, not on the first request
 
     def pipeline(self, choice: PipelineChoice) -> Pipeline:
@@ -49,12 +58,29 @@ class AskService:
                 self._pipelines[choice] = self._build_pipeline(config, self.llm, self.retriever)
             return self._pipelines[choice]
 
-    def ask(self, body: Any) -> dict[str, Any]:
-        """The pipeline's result for a request body; raises RequestError on a bad body."""
-        request = parse_ask_request(body, self.defaults)
-        with self._run_lock:  # building may also load models (a knowledge base's embedder)
+    def ask(self, body: AskBody, deadline: float | None = None) -> dict[str, Any]:
+        """The pipeline's result for a request body, `passages` being exactly the ones the
+        generator saw and `evidence` saying how many were dropped or cut, and why. Raises
+        RequestError on a bad body, or (504) when the run cannot start before `deadline`
+        (time.monotonic()) because others hold the model."""
+        request = to_ask_request(body, self.defaults, self.stages, self.limits)
+        if self._run_lock is not None:
+            wait = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self._run_lock.acquire(timeout=wait):
+                raise RequestError(504, "The request waited for the model past its time limit.",
+                                   "Other requests hold the model: retry later, or restart the "
+                                   "server with a larger --request-timeout.")
+        try:  # building may also load models (a knowledge base's embedder)
             result = self.pipeline(request.choice).run(request.question, request.passages)
-        return result.to_dict()
+        finally:
+            if self._run_lock is not None:
+                self._run_lock.release()
+        view = generator_view(result, self.llm)
+        out = result.to_dict()
+        out["passages"] = [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
+                            "text": p.text} for p in view.passages]
+        out["evidence"] = view.summary
+        return out
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "model": self.llm.name, "method": self.defaults.method}
@@ -62,8 +88,8 @@ class AskService:
     def methods(self) -> dict[str, Any]:
         """The registered stages, for the inspector's selectors, and this server's defaults."""
         return {
-            "methods": sorted(registry.names("generator")), "rerankers": sorted(registry.names("reranker")),
-            "verifiers": sorted(registry.names("verifier")),
+            "methods": list(self.stages.methods), "rerankers": list(self.stages.rerankers),
+            "verifiers": list(self.stages.verifiers),
             "defaults": {"method": self.defaults.method, "rerank": self.defaults.rerank,
                          "verify": self.defaults.verify, "k": self.defaults.k},
             "retrieval": self.retriever is not None,

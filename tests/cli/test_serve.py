@@ -8,13 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 
 import pytest
 
 from faithrag.cli import build_parser, main
-from faithrag.cli.serve import build_server, run
+from faithrag.cli.serve import build_server, run, settings_from_args
 
 
 def post_json(url: str, payload: dict) -> dict:
@@ -29,15 +28,44 @@ def get_json(url: str) -> dict:
         return json.loads(response.read())
 
 
-def test_options_and_their_defaults():
+def test_options_and_their_defaults(monkeypatch):
+    monkeypatch.delenv("FAITHRAG_API_KEY", raising=False)
     args = build_parser().parse_args(["serve"])
     assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 1 << 20)
     assert args.index is None and args.docs is None and args.run is run
+    settings = settings_from_args(args)
+    assert settings.api_key == "" and settings.allowed_origins == ()
+    assert settings.host_names == {"127.0.0.1", "localhost", "::1"}
+    assert (settings.limits.max_passages, settings.limits.request_seconds) == (1000, 120.0)
     args = build_parser().parse_args([
-        "serve", "--docs", "d/", "--host", "0.0.0.0", "--port", "0", "--max-body-bytes", "4096",
-        "--model", "tiny", "--method", "csrag", "--rerank", "crossval", "-k", "3"])
-    assert (args.docs, args.host, args.port, args.max_body_bytes) == ("d/", "0.0.0.0", 0, 4096)
+        "serve", "--docs", "d/", "--host", "10.0.0.5", "--port", "0", "--max-body-bytes", "4096",
+        "--model", "tiny", "--method", "csrag", "--rerank", "crossval", "-k", "3",
+        "--api-key", "s3cret", "--allowed-host", "rag.internal", "--allowed-origin",
+        "http://localhost:3000", "--max-passages", "50", "--max-passage-chars", "900",
+        "--max-question-chars", "300", "--request-timeout", "7.5"])
+    assert (args.docs, args.host, args.port, args.max_body_bytes) == ("d/", "10.0.0.5", 0, 4096)
     assert (args.model, args.method, args.rerank, args.k) == ("tiny", "csrag", "crossval", 3)
+    settings = settings_from_args(args)
+    assert settings.api_key == "s3cret" and not hasattr(args, "api_key")  # not the model's key
+    assert {"rag.internal", "10.0.0.5"} <= settings.host_names
+    assert settings.allowed_origins == ("http://localhost:3000",)
+    limits = settings.limits
+    assert (limits.max_body_bytes, limits.max_passages, limits.max_passage_chars,
+            limits.max_question_chars, limits.request_seconds) == (4096, 50, 900, 300, 7.5)
+
+
+def test_the_key_can_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("FAITHRAG_API_KEY", "from-env")
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0"])
+    assert settings_from_args(args).api_key == "from-env"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20"])
+def test_a_non_loopback_address_without_a_key_is_refused(host, monkeypatch, capsys):
+    monkeypatch.delenv("FAITHRAG_API_KEY", raising=False)
+    assert main(["serve", "--set", "llm.backend=fake", "--host", host, "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"Refusing to listen on {host} without an API key" in err and "--api-key" in err
 
 
 @pytest.mark.parametrize("argv", [
@@ -45,6 +73,8 @@ def test_options_and_their_defaults():
     ["--port", "70000"],
     ["--port", "-1"],
     ["--max-body-bytes", "0"],
+    ["--request-timeout", "0"],
+    ["--max-passages", "-3"],
 ])
 def test_bad_options_are_refused_by_the_parser(argv, capsys):
     with pytest.raises(SystemExit) as exited:
@@ -76,6 +106,7 @@ def test_a_port_in_use_is_a_clear_error(capsys):
 
 
 def test_the_command_prints_its_url_serves_and_stops_on_sigterm(tmp_path):
+    """Also: a client that hangs up mid-request costs at most one log line."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "bridge.md").write_text("The Aldermoor Bridge over the river Wend opened in 1887.")
@@ -92,10 +123,17 @@ def test_the_command_prints_its_url_serves_and_stops_on_sigterm(tmp_path):
         result = post_json(url + "v1/ask", {"question": "When did the Aldermoor Bridge open?"})
         assert [p["id"] for p in result["passages"]] == ["docs/bridge.md#0"]
         assert [s["stage"] for s in result["trace"]["steps"]] == ["retrieve", "generate"]
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as hang_up:
+            hang_up.sendall(b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                            b"Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
+        assert get_json(url + "health")["status"] == "ok"
         # SIGTERM, not SIGINT: a job started in the background of a script has SIGINT ignored
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0 and "faithrag serve: stopped" in out
+        assert "Traceback" not in err
+        assert sum("POST /v1/ask" in line for line in err.splitlines()) <= 2, err
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -106,8 +144,8 @@ def test_the_command_prints_its_url_serves_and_stops_on_sigterm(tmp_path):
 def test_serves_the_tiny_model(tiny_gguf):
     args = build_parser().parse_args(["serve", "--model", str(tiny_gguf), "--threads", "1",
                                       "--n-ctx", "2048", "--port", "0"])
-    server = build_server(args)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    server, _ = build_server(args)
+    server.start()
     try:
         assert get_json(server.url + "health")["model"] == tiny_gguf.name
         result = post_json(server.url + "v1/ask", {
@@ -115,8 +153,7 @@ def test_serves_the_tiny_model(tiny_gguf):
             "passages": [{"title": "Aldermoor Bridge",
                           "text": "The Aldermoor Bridge over the river Wend was opened in 1887."}]})
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
     assert isinstance(result["answer"], str) and result["answer"]
     assert [p["id"] for p in result["passages"]] == ["p1"]
     (step,) = result["trace"]["steps"]

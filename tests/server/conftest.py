@@ -1,10 +1,9 @@
-"""A faithrag server on a free port in a background thread, around the fake LLM, and a small
-urllib client for it."""
+"""A faithrag server (uvicorn) on a free port in a background thread, around the fake LLM, and a
+small urllib client for it."""
 
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -15,8 +14,7 @@ import pytest
 from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
-from faithrag.server import AskService, FaithragServer
-from faithrag.server.app import DEFAULT_MAX_BODY_BYTES
+from faithrag.server import AskService, FaithragServer, Limits, ServerSettings, create_app
 
 
 @dataclass
@@ -30,9 +28,10 @@ class Reply:
 
 
 class Client:
-    def __init__(self, url: str, server: FaithragServer):
-        self.url = url.rstrip("/")
+    def __init__(self, server: FaithragServer, service: AskService):
+        self.url = server.url.rstrip("/")
         self.server = server
+        self.service = service
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> Reply:
@@ -45,12 +44,12 @@ class Client:
             with error:
                 return Reply(error.code, error.headers, error.read())
 
-    def get(self, path: str) -> Reply:
-        return self.request("GET", path)
+    def get(self, path: str, headers: dict[str, str] | None = None) -> Reply:
+        return self.request("GET", path, headers=headers)
 
-    def ask(self, payload: Any) -> Reply:
+    def ask(self, payload: Any, headers: dict[str, str] | None = None) -> Reply:
         return self.request("POST", "/v1/ask", json.dumps(payload).encode(),
-                            {"Content-Type": "application/json"})
+                            {"Content-Type": "application/json", **(headers or {})})
 
 
 @pytest.fixture
@@ -59,17 +58,18 @@ def start_server():
     servers: list[FaithragServer] = []
 
     def start(llm: Any = None, config: Config | None = None, retriever: Any = None,
-              serialize_runs: bool = True, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-              build: Any = Pipeline.from_parts) -> Client:
+              serialize_runs: bool = True, limits: Limits | None = None,
+              build: Any = Pipeline.from_parts, **settings: Any) -> Client:
         config = config or Config.load(overrides={"llm.backend": "fake"})
         service = AskService(config, llm or FakeLLM(default="Canberra"), retriever, build,
-                             serialize_runs)
-        server = FaithragServer("127.0.0.1", 0, service, max_body_bytes)
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+                             serialize_runs, limits)
+        server = FaithragServer(create_app(service, ServerSettings(limits=service.limits,
+                                                                   **settings)),
+                                "127.0.0.1", 0, access_log=False)
+        server.start()
         servers.append(server)
-        return Client(server.url, server)
+        return Client(server, service)
 
     yield start
     for server in servers:
-        server.shutdown()
-        server.server_close()
+        server.stop()

@@ -76,6 +76,7 @@ async function fetch(path, init) {
     created, status: text("status"), shown: !$("result").hidden,
     body: JSON.parse(sent.find((s) => s.path === "/v1/ask").init.body),
     answer: text("answer"), evidence: text("evidence"), removed: text("removed"),
+    summary: text("evidence-summary"),
     totals: text("totals"), steps: $("timeline").children.map((li) => li.textContent),
     selects: { method: options("method"), rerank: options("rerank"), verify: options("verify") },
     chosen: { method: $("method").value, k: $("k").value },
@@ -124,6 +125,7 @@ def test_the_script_draws_a_real_result_as_text(start_server, tmp_path):
     assert drawn["chosen"] == {"method": "vanilla", "k": 5}
     assert drawn["answer"].startswith(HOSTILE[:40]) and "parse ok" in drawn["answer"]
     assert "p1" in drawn["evidence"] and "Canberra is the capital." in drawn["evidence"]
+    assert drawn["summary"] == "1 of 1 passages reached the generator."
     assert "p2" in drawn["removed"] and "<i>contrary</i>" in drawn["removed"]
     assert HOSTILE in drawn["removed"]
     assert "2 steps" in drawn["totals"] and "1 LLM calls" in drawn["totals"]
@@ -131,3 +133,124 @@ def test_the_script_draws_a_real_result_as_text(start_server, tmp_path):
     assert "decision: removed the last passage" in drawn["steps"][0]
     assert '"prompt_tokens":' in drawn["steps"][1]  # the expanded step: its calls as JSON
     assert not {"img", "b", "i", "script"} & set(drawn["created"])
+
+
+# ---------------------------------------------------------------- in a real browser
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+SCRIPTED = "<script>alert('passage')</script><img src=x onerror=\"alert('img')\">"
+PASSAGES = ("# Australia\nCanberra is the capital of Australia.\n\n"
+            "Canberra has been the seat of the federal government since 1927.\n\n"
+            f"# Rumour\n{SCRIPTED} Sydney is the capital of Australia.")
+
+
+def scripted_crossval(request):
+    """Crossval's calls, scripted by purpose: the passage with the script in it is named in
+    the conflict and judged false in both orders; the answer is Canberra."""
+    text = request.messages[-1].content
+    if request.purpose == "detect_conflict":
+        return "Conflict: [1] [3]" if "Sydney is the capital" in text else "Conflict: None"
+    if request.purpose == "cross_validate":
+        side_a = text.split('<passage id="A"', 1)[1].split("</passage>", 1)[0]
+        false = "A" if "Sydney" in side_a else "B"
+        return f"Reason: <b>it</b> contradicts the other two passages.\nFalse passage: {false}"
+    if request.purpose == "rank":
+        return "[1] > [2]"
+    return "Canberra"
+
+
+@pytest.fixture
+def chromium():
+    """Headless Chromium (Debian's, driven by selenium) with its console log kept."""
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,1800",
+                 "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options,
+                              service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.browser
+def test_the_inspector_in_headless_chromium(start_server, chromium):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = start_server(llm=FakeLLM(scripted_crossval))
+    driver = chromium
+    driver.get(client.url + "/")
+    wait = WebDriverWait(driver, 30)
+    wait.until(lambda d: len(Select(d.find_element(By.ID, "rerank")).options) > 1)
+    driver.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
+    driver.find_element(By.ID, "choices").send_keys("Sydney\nCanberra")
+    driver.find_element(By.ID, "passages").send_keys(PASSAGES)
+    Select(driver.find_element(By.ID, "method")).select_by_value("vanilla")
+    Select(driver.find_element(By.ID, "rerank")).select_by_value("crossval")
+    driver.find_element(By.ID, "submit").click()
+    wait.until(lambda d: d.find_element(By.ID, "result").is_displayed())
+
+    def text(element_id: str) -> str:
+        return driver.find_element(By.ID, element_id).text
+    assert text("status") == ""
+    assert not driver.find_element(By.ID, "key-row").is_displayed()  # no key on this server
+    assert text("answer").startswith("Canberra") and "option 2 of 2" in text("answer")
+    assert "2 of 2 passages reached the generator." in text("evidence-summary")
+    evidence = driver.find_elements(By.CSS_SELECTOR, "#evidence li")
+    assert [li.text.split("\n")[0].split()[0] for li in evidence] == ["p1", "p2"]
+    removed = text("removed")
+    assert removed.startswith("p3")
+    assert "<b>it</b> contradicts the other two passages." in removed
+    assert f"{SCRIPTED} Sydney is the capital of Australia." in removed
+    steps = [s.text for s in driver.find_elements(By.CSS_SELECTOR, "#timeline summary")]
+    assert [s.split(" · ")[0] for s in steps] == ["rerank"] * 3 + ["generate"]
+    assert "crossval.detect" in steps[0] and "crossval.validate" in steps[1]
+    assert not driver.find_elements(By.CSS_SELECTOR, "main script, main img, main b")
+    with pytest.raises(NoAlertPresentException):
+        _ = driver.switch_to.alert.text
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+@pytest.mark.browser
+def test_the_inspector_asks_for_the_api_key_and_then_works(start_server, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = start_server(llm=FakeLLM(default="Canberra"), api_key="s3cret")
+    chromium.get(client.url + "/")
+    wait = WebDriverWait(chromium, 30)
+    wait.until(lambda d: d.find_element(By.ID, "key-row").is_displayed())
+    assert "A valid API key is required." in chromium.find_element(By.ID, "status").text
+    chromium.find_element(By.ID, "api-key").send_keys("s3cret")
+    chromium.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
+    chromium.find_element(By.ID, "passages").send_keys("Canberra is the capital.")
+    chromium.find_element(By.ID, "submit").click()
+    wait.until(lambda d: d.find_element(By.ID, "result").is_displayed())
+    assert chromium.find_element(By.ID, "answer").text.startswith("Canberra")
+    assert len(Select(chromium.find_element(By.ID, "method")).options) > 1
+    errors = [e["message"] for e in chromium.get_log("browser") if e["level"] == "SEVERE"]
+    assert all("401" in message for message in errors)  # the two calls made before the key
+
+
+@pytest.mark.browser
+def test_the_interactive_docs_render_every_route_offline(start_server, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    client = start_server()
+    chromium.get(client.url + "/docs")
+    WebDriverWait(chromium, 30).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")) >= 6)
+    paths = {e.text.strip() for e in chromium.find_elements(By.CSS_SELECTOR,
+                                                             ".opblock-summary-path")}
+    assert paths == {"/", "/health", "/v1/methods", "/v1/ask", "/v1/models",
+                     "/v1/chat/completions"}
+    assert [e for e in chromium.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -10,8 +10,12 @@ from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
 from faithrag.server import AskService
-from faithrag.server.ask_request import PipelineChoice
+from faithrag.server.ask_request import AskBody, PipelineChoice
 from faithrag.server.errors import RequestError
+
+
+def body(fields: dict) -> AskBody:
+    return AskBody.model_validate(fields)
 
 
 def counting_builder(built: list[tuple[str, str | None, int]], llms: list | None = None):
@@ -33,7 +37,7 @@ def test_the_default_pipeline_is_built_at_start_and_reused():
     svc = service(built)
     assert built == [("vanilla", None, 5)]
     for _ in range(3):
-        assert svc.ask({"question": "q?", "passages": [{"text": "t"}]})["answer"] == "Canberra"
+        assert svc.ask(body({"question": "q?", "passages": [{"text": "t"}]}))["answer"] == "Canberra"
     assert built == [("vanilla", None, 5)]
 
 
@@ -42,9 +46,9 @@ def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
     llms: list = []
     svc = service(built, llms)
     for _ in range(2):
-        svc.ask({"question": "q?", "method": "closed_book"})
-        svc.ask({"question": "q?", "k": 2})
-        svc.ask({"question": "q?", "rerank": "listwise", "passages": [{"text": "t"}]})
+        svc.ask(body({"question": "q?", "method": "closed_book"}))
+        svc.ask(body({"question": "q?", "k": 2}))
+        svc.ask(body({"question": "q?", "rerank": "listwise", "passages": [{"text": "t"}]}))
     assert built == [("vanilla", None, 5), ("closed_book", None, 5), ("vanilla", None, 2),
                      ("vanilla", "listwise", 5)]
     assert all(llm is svc.llm for llm in llms) and len(llms) == 4
@@ -63,7 +67,7 @@ def test_a_failed_build_is_not_cached():
     svc = service(built)
     for _ in range(2):
         with pytest.raises(ConfigError):
-            svc.ask({"question": "q?", "verify": "antisyco"})
+            svc.ask(body({"question": "q?", "verify": "antisyco"}))
     assert built == [("vanilla", None, 5)] + [("vanilla", None, 5)] * 2
 
 
@@ -71,5 +75,31 @@ def test_a_bad_body_is_refused_before_any_pipeline_is_built():
     built: list = []
     svc = service(built)
     with pytest.raises(RequestError) as refused:
-        svc.ask({"question": "q?", "method": "nope", "k": 3})
+        svc.ask(body({"question": "q?", "method": "nope", "k": 3}))
     assert refused.value.status == 400 and built == [("vanilla", None, 5)]
+
+
+def test_a_queued_run_gives_up_at_its_deadline_without_touching_the_model():
+    import threading
+    import time
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(request):
+        entered.set()
+        release.wait(10)
+        return "Canberra"
+    llm = FakeLLM(slow)
+    svc = AskService(Config.load(overrides={"llm.backend": "fake"}), llm, None, Pipeline.from_parts)
+    first = threading.Thread(target=svc.ask, args=(body({"question": "first?",
+                                                         "passages": [{"text": "t"}]}),))
+    first.start()
+    assert entered.wait(10)
+    started = time.monotonic()
+    with pytest.raises(RequestError) as refused:
+        svc.ask(body({"question": "second?", "passages": [{"text": "t"}]}),
+                deadline=time.monotonic() + 0.2)
+    assert refused.value.status == 504 and 0.15 < time.monotonic() - started < 5
+    release.set()
+    first.join(10)
+    assert len(llm.calls) == 1  # the second run never reached the model
