@@ -102,7 +102,7 @@ def test_from_config_refuses_before_loading_a_model(monkeypatch, tmp_path):
         Pipeline.from_config(docs=tmp_path, passages=[])
     from faithrag.errors import EmptyIndexError
     with pytest.raises(EmptyIndexError, match="No text found"):
-        Pipeline.from_config(docs=write_docs(tmp_path / "empty"))
+        Pipeline.from_config(docs=write_docs(tmp_path / "empty"), backend="fake")
 
 
 @pytest.mark.parametrize("question, choices, message", [
