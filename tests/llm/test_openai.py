@@ -376,23 +376,22 @@ def test_first_token_scores_read_vllm_token_ids():
     assert next(b for p, b in bodies if p == "/v1/chat/completions")["return_tokens_as_token_ids"]
 
 
-def test_choice_missing_from_top_k_scores_minus_inf_with_a_warning():
+def test_choice_missing_from_top_k_is_refused_not_scored():
     handler, _ = first_token_server({"A": -0.1})
-    scores = mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "Z")))
-    assert scores.logprobs[0] == pytest.approx(-0.1) and scores.logprobs[1] == -math.inf
-    assert scores.warnings and "['Z']" in scores.warnings[0]
-    handler, _ = first_token_server({"A": -0.1})
-    with pytest.raises(ServerRejectedError, match="None of the choices"):
-        mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("Y", "Z")))
+    with pytest.raises(ServerRejectedError, match=r"Could not score.*\['Z'\].*top 20"):
+        mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "Z")))
 
 
 def test_shared_first_token_without_a_template_is_refused_clearly():
     handler, _ = first_token_server({"N": -0.1})
     with pytest.raises(ServerRejectedError, match="share their first token"):
         mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
-    with pytest.raises(ServerRejectedError, match="after an answer_prefix"):
+    with pytest.raises(ServerRejectedError, match="several tokens"):
+        mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("Ab", "Bc")))
+    with pytest.raises(ConfigError, match="answer_prefix") as refused:
         mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "B"),
                                                       answer_prefix="Answer: "))
+    assert "--tokenizer" in refused.value.hint
 
 
 def llama_server_mock(aligned: bool):
@@ -427,15 +426,17 @@ def llama_server_mock(aligned: bool):
     return handler, bodies
 
 
-def test_echo_scores_whole_choices_and_warns_about_a_multi_token_bias():
+def test_echo_scores_whole_choices_and_refuses_a_multi_token_bias():
     handler, bodies = llama_server_mock(aligned=True)
     llm = mock_llm(handler)
     bias = TokenBias.from_mapping({ord("Y"): 2.0})
-    scores = llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi"), bias=bias))
-    assert scores.logprobs == pytest.approx([-8.0 + 2.0, -9.0])
+    with pytest.raises(ServerRejectedError, match="Could not score the choices exactly"):
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi"), bias=bias))
+    scores = llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
+    assert scores.logprobs == pytest.approx([-8.0, -9.0])
     assert scores.token_counts == [8, 9] and scores.prompt_tokens == len("<s>user: q\nassistant: ")
-    assert scores.warnings and "approximate" in scores.warnings[0]
-    echo = [b for p, b in bodies if p == "/v1/completions"]
+    assert not scores.warnings
+    echo = [b for p, b in bodies if p == "/v1/completions" and b.get("echo")]
     assert [b["prompt"] for b in echo] == ["<s>user: q\nassistant: New York",
                                            "<s>user: q\nassistant: New Delhi"]
     assert all(b["logit_bias"] == {str(ord("N")): 100.0} for b in echo)
@@ -446,21 +447,21 @@ def test_misaligned_echo_log_probs_are_refused_and_not_asked_again():
     llm = mock_llm(handler)
     with pytest.raises(ServerRejectedError, match="misaligned"):
         llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
-    echoes = sum(1 for p, b in bodies if p == "/v1/completions")
-    scores = llm.score_choices(ChoiceRequest(user_prompt("q"), ("A", "Z")))  # Z not in the top
-    assert scores.logprobs[0] == pytest.approx(-0.1) and scores.logprobs[1] == -math.inf
-    assert "['Z']" in scores.warnings[0]
-    assert sum(1 for p, b in bodies if p == "/v1/completions") == echoes
-    with pytest.raises(ServerRejectedError, match="does not return usable ones"):
+    echoes = sum(1 for p, b in bodies if p == "/v1/completions" and b.get("echo"))
+    with pytest.raises(ServerRejectedError, match="top 20"):  # Z is not among them
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("A", "Z")))
+    with pytest.raises(ServerRejectedError, match="misaligned"):
         llm.score_choices(ChoiceRequest(user_prompt("q"), ("New York", "New Delhi")))
+    echoes_now = sum(1 for p, b in bodies if p == "/v1/completions" and b.get("echo"))
+    assert echoes_now == echoes == 1  # the first echo showed they are unusable: not asked again
 
 
-def test_first_token_missing_from_top_k_falls_back_to_echo():
+def test_choices_of_several_tokens_are_scored_by_echo():
     handler, bodies = llama_server_mock(aligned=True)
     scores = mock_llm(handler).score_choices(ChoiceRequest(user_prompt("q"), ("A", "Zed")))
     assert scores.logprobs == pytest.approx([-1.0, -3.0]) and scores.token_counts == [1, 3]
     assert not scores.warnings
-    assert [p for p, _ in bodies].count("/v1/completions") == 2
+    assert sum(1 for p, b in bodies if p == "/v1/completions" and b.get("echo")) == 2
 
 
 # ----------------------------------------------------------------------------- real server
