@@ -6,22 +6,30 @@ Generation is `POST {base_url}/chat/completions`; a TokenBias travels as `logit_
 uses: `tokenizer="server"` asks the server itself, otherwise a local tokenizer (a preset or .gguf
 through llama-cpp-python with `vocab_only=True`, or a Hugging Face tokenizer.json; see
 faithrag/llm/tokenizers.py) is checked once against the server's tokenize endpoint when it has
-one.
+one. Tokenizations and detokenizations asked of the server are cached per backend (bounded:
+TOKENIZE_CACHE_SIZE texts), so a text costs one request however often a stage asks for it.
+
+Choice scoring is exact or refused, never made up (see `score_choices`): a capability probe, made
+once per backend, finds whether the server reports the log-prob of a token forced with
+`logit_bias` as the model's own; if so each choice token is read that way.
 
 What the servers offer, and what this backend uses of it (from each project's source and docs;
 llama-cpp-python's server is the one exercised by the tests):
 - vLLM: POST /tokenize (text, or messages through the chat template) and /detokenize at the root;
   context window from /v1/models `max_model_len`; prompt log-probs with echo.
 - llama.cpp llama-server: POST /tokenize, /detokenize and /apply-template (the chat template) at
-  the root; context window from GET /props `default_generation_settings.n_ctx`; no prompt
-  log-probs with echo (only the generated tokens').
+  the root (/tokenize with `with_pieces` gives each id's text too); context window from GET
+  /props `default_generation_settings.n_ctx`; no prompt log-probs with echo (only the generated
+  tokens').
 - llama-cpp-python server (`python -m llama_cpp.server`): POST /extras/tokenize (adds BOS when
   the model does; we drop it) and /extras/detokenize; `logit_bias` keys are token ids unless
   `logit_bias_type="tokens"` is sent (we never send it); log-probs need `logits_all`, on by
-  default in its server; the context window is not exposed (pass `context_window`); no chat
-  template endpoint (a local GGUF tokenizer renders the GGUF's template exactly as it does).
-  Echoed prompt log-probs (0.3.36) are right only when the prompt starts with the BOS token,
-  and are slow (a Python sort of the vocabulary per prompt token).
+  default in its server; the context window is not exposed (pass `context_window`, else a
+  local GGUF tokenizer's trained context length is used); no chat template endpoint (a local
+  GGUF tokenizer renders the GGUF's template exactly as it does). Log-probs (0.3.36) are those
+  before `logit_bias`, so a forced token reports its own; echoed prompt log-probs are right only
+  when the prompt starts with the BOS token, and are slow (a Python sort of the vocabulary per
+  prompt token).
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
@@ -138,7 +146,7 @@ class OpenAICompatLLM:
         order.
     logit_bias_cap: most entries sent in `logit_bias` (e.g. 300 for api.openai.com); None = all.
     context_window: used when the server does not report its own; when both are known the
-        smaller one wins.
+        smaller one wins; with neither, a local GGUF tokenizer's trained context length.
     backoff: first retry delay in seconds (doubled each retry, with +-50 % jitter).
     transport: an httpx transport (tests use httpx.MockTransport).
     """
@@ -718,7 +726,8 @@ class OpenAICompatLLM:
                 if content else {}
         if not top:
             raise ServerRejectedError(
-                f"{self.base_url} returned no log-probs for a request that asked for them.",
+                f"Could not score the choices: {self.base_url} returned no log-probs for a "
+                "request that asked for them.",
                 "Use a server that returns log-probs (llama-cpp-python needs logits_all, which "
                 "its server enables by default).")
         by_id = {int(t[len("token_id:"):]): float(lp) for t, lp in top.items()
