@@ -77,6 +77,7 @@ MAX_BACKOFF = 30.0
 APPROX_TOKENS_PER_MESSAGE = 8
 APPROX_TOKENS_PER_CHAT = 32
 TOKENIZE_CACHE_SIZE = 8192  # texts (or id sequences) whose tokenization each backend keeps
+FORCED_CACHE_SIZE = 1024  # (prompt, token) log-probs each backend keeps
 _PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
 
 
@@ -205,6 +206,10 @@ class OpenAICompatLLM:
             self._server_tokenize_uncached)
         self._detokenize_cached = functools.lru_cache(maxsize=TOKENIZE_CACHE_SIZE)(
             self._detokenize_uncached)
+        # a token's log-prob after a prompt is asked once (scoring the same prompt under
+        # several biases, as CSRAG's probe does, repeats every request)
+        self._forced_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(
+            self._forced_logprob)
         self._pieces: dict[int, str] = {}  # single-id texts llama-server sent with its ids
 
     # ----------------------------------------------------------------- lifecycle
@@ -642,14 +647,15 @@ class OpenAICompatLLM:
     def _score_forced(self, request: ChoiceRequest, context: str, fulls: list[list[int]],
                       starts: list[int], bias: dict[int, float]) -> ChoiceScores:
         """Each choice token's log-prob from one request that forces it after the prompt text
-        before it (requests shared by choices with a common start are sent once)."""
+        before it (a request shared by choices with a common start, or made before with the
+        same prompt, is sent once)."""
         steps = []
         for choice, full, own in zip(request.choices, fulls, starts):
             text = context + choice
             steps.append([(self._text_before(text, full, k), full[k])
                           for k in range(own, len(full))])
         unique = list(dict.fromkeys(step for choice_steps in steps for step in choice_steps))
-        values = dict(zip(unique, self._map(self._forced_logprob, unique)))
+        values = dict(zip(unique, self._map(lambda step: self._forced_cached(*step), unique)))
         return ChoiceScores(
             choices=tuple(request.choices),
             logprobs=[sum(values[s] + bias.get(s[1], 0.0) for s in choice_steps)
@@ -670,8 +676,7 @@ class OpenAICompatLLM:
                 "Score these choices with the embedded backend (--llm llamacpp).")
         return head
 
-    def _forced_logprob(self, step: tuple[str, int]) -> float:
-        prompt, token = step
+    def _forced_logprob(self, prompt: str, token: int) -> float:
         data = self._post("/completions", {
             "model": self._model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
             "logprobs": 1, "logit_bias": {str(token): LOGIT_BIAS_LIMIT}})
