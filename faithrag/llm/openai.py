@@ -459,6 +459,20 @@ class OpenAICompatLLM:
         return (sum(len(self.tokenize(m.content)) + APPROX_TOKENS_PER_MESSAGE for m in messages)
                 + APPROX_TOKENS_PER_CHAT)
 
+    def check_answer_scoring(self, stage: str) -> None:
+        """ConfigError naming `stage` when this backend cannot score options after a partial
+        answer (a ChoiceRequest with an answer_prefix), as choice_scoring, csrag_choices,
+        csrag_json_scored and cot_json_scored do: that needs the served model's chat template,
+        which tokenizer='server' gets only from llama-server's /apply-template. Costs the
+        tokenizer probe (made once) and, on llama-server, one template request."""
+        probe = (Message("user", "q"),)
+        if self._render_chat(probe) is None:
+            raise ConfigError(
+                f"Stage '{stage}' scores answer options after a partial answer, which needs "
+                f"the served model's chat template, and {self.root_url} with tokenizer="
+                f"'{self._local.name if self._local else 'server'}' gives none.",
+                "Pass the served model's GGUF or preset as --tokenizer (llm.tokenizer).")
+
     # ----------------------------------------------------------------- protocol: generation
     def _map(self, fn, items: list) -> list:
         if len(items) <= 1 or self._concurrency == 1:

@@ -250,3 +250,17 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
         assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=0.02)
         assert over_http.best == in_process.best
     assert server._forced_usable is True
+
+
+def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template():
+    def llama_cpp_python(req):  # a tokenize endpoint, no chat template endpoint
+        if req.url.path == "/extras/tokenize":
+            return httpx.Response(200, json={"tokens": list(json.loads(req.content)["input"]
+                                                            .encode())})
+        return httpx.Response(404)
+
+    llm = OpenAICompatLLM(BASE, "m", transport=httpx.MockTransport(llama_cpp_python))
+    with pytest.raises(ConfigError, match="Stage 'csrag_choices'") as refused:
+        llm.check_answer_scoring("csrag_choices")
+    assert "--tokenizer" in refused.value.hint
+    server_llm(ForcingServer()).check_answer_scoring("csrag_choices")  # /apply-template: fine
