@@ -6,22 +6,30 @@ Generation is `POST {base_url}/chat/completions`; a TokenBias travels as `logit_
 uses: `tokenizer="server"` asks the server itself, otherwise a local tokenizer (a preset or .gguf
 through llama-cpp-python with `vocab_only=True`, or a Hugging Face tokenizer.json; see
 faithrag/llm/tokenizers.py) is checked once against the server's tokenize endpoint when it has
-one.
+one. Tokenizations and detokenizations asked of the server are cached per backend (bounded:
+TOKENIZE_CACHE_SIZE texts), so a text costs one request however often a stage asks for it.
+
+Choice scoring is exact or refused, never made up (see `score_choices`): a capability probe, made
+once per backend, finds whether the server reports the log-prob of a token forced with
+`logit_bias` as the model's own; if so each choice token is read that way.
 
 What the servers offer, and what this backend uses of it (from each project's source and docs;
 llama-cpp-python's server is the one exercised by the tests):
 - vLLM: POST /tokenize (text, or messages through the chat template) and /detokenize at the root;
   context window from /v1/models `max_model_len`; prompt log-probs with echo.
 - llama.cpp llama-server: POST /tokenize, /detokenize and /apply-template (the chat template) at
-  the root; context window from GET /props `default_generation_settings.n_ctx`; no prompt
-  log-probs with echo (only the generated tokens').
+  the root (/tokenize with `with_pieces` gives each id's text too); context window from GET
+  /props `default_generation_settings.n_ctx`; no prompt log-probs with echo (only the generated
+  tokens').
 - llama-cpp-python server (`python -m llama_cpp.server`): POST /extras/tokenize (adds BOS when
   the model does; we drop it) and /extras/detokenize; `logit_bias` keys are token ids unless
   `logit_bias_type="tokens"` is sent (we never send it); log-probs need `logits_all`, on by
-  default in its server; the context window is not exposed (pass `context_window`); no chat
-  template endpoint (a local GGUF tokenizer renders the GGUF's template exactly as it does).
-  Echoed prompt log-probs (0.3.36) are right only when the prompt starts with the BOS token,
-  and are slow (a Python sort of the vocabulary per prompt token).
+  default in its server; the context window is not exposed (pass `context_window`, else a
+  local GGUF tokenizer's trained context length is used); no chat template endpoint (a local
+  GGUF tokenizer renders the GGUF's template exactly as it does). Log-probs (0.3.36) are those
+  before `logit_bias`, so a forced token reports its own; echoed prompt log-probs are right only
+  when the prompt starts with the BOS token, and are slow (a Python sort of the vocabulary per
+  prompt token).
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
@@ -34,7 +42,7 @@ ServerRejectedError with its message, as does any 4xx at once.
 
 from __future__ import annotations
 
-import math
+import functools
 import random
 import threading
 import time
@@ -68,6 +76,8 @@ MAX_BACKOFF = 30.0
 # (SmolLM2's and Qwen2.5's are about 20 tokens). Errs on the high side, as a context guard should.
 APPROX_TOKENS_PER_MESSAGE = 8
 APPROX_TOKENS_PER_CHAT = 32
+TOKENIZE_CACHE_SIZE = 8192  # texts (or id sequences) whose tokenization each backend keeps
+FORCED_CACHE_SIZE = 1024  # (prompt, token) log-probs each backend keeps
 _PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
 
 
@@ -137,7 +147,7 @@ class OpenAICompatLLM:
         order.
     logit_bias_cap: most entries sent in `logit_bias` (e.g. 300 for api.openai.com); None = all.
     context_window: used when the server does not report its own; when both are known the
-        smaller one wins.
+        smaller one wins; with neither, a local GGUF tokenizer's trained context length.
     backoff: first retry delay in seconds (doubled each retry, with +-50 % jitter).
     transport: an httpx transport (tests use httpx.MockTransport).
     """
@@ -182,6 +192,7 @@ class OpenAICompatLLM:
         )
         self._local = load_tokenizer(tokenizer)
         self._lock = threading.Lock()
+        self._scoring_lock = threading.Lock()
         self._flavor: str | None = None
         self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends
         self._probed = False
@@ -189,6 +200,17 @@ class OpenAICompatLLM:
         self._server_vocab: int | None = None
         self._info_probed = False
         self._echo_usable: bool | None = None  # False once echoed log-probs proved unusable
+        self._forced_usable: bool | None = None  # the forced-token probe's verdict, once
+        # one tokenization per text and one piece per id: bounded caches shared by all callers
+        self._tokenize_cached = functools.lru_cache(maxsize=TOKENIZE_CACHE_SIZE)(
+            self._server_tokenize_uncached)
+        self._detokenize_cached = functools.lru_cache(maxsize=TOKENIZE_CACHE_SIZE)(
+            self._detokenize_uncached)
+        # a token's log-prob after a prompt is asked once (scoring the same prompt under
+        # several biases, as CSRAG's probe does, repeats every request)
+        self._forced_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(
+            self._forced_logprob)
+        self._pieces: dict[int, str] = {}  # single-id texts llama-server sent with its ids
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -316,13 +338,19 @@ class OpenAICompatLLM:
     # ----------------------------------------------------------------- protocol: tokenizer
     @property
     def context_window(self) -> int:
+        """The smaller of the server's own (llama-server /props, vLLM max_model_len) and the
+        configured one; with neither, the local GGUF tokenizer's trained context length."""
         self._ensure_info()
         known = [n for n in (self._server_context, self._configured_context) if n]
-        if not known:
-            raise ConfigError(
-                f"The server at {self.base_url} does not report its context window.",
-                "Pass context_window (llm.n_ctx) with the value the server was started with.")
-        return min(known)
+        if known:
+            return min(known)
+        trained = getattr(self._local, "context_length", None)
+        if trained:
+            return int(trained)
+        raise ConfigError(
+            f"The server at {self.base_url} does not report its context window, and no local "
+            "GGUF tokenizer says it.",
+            "Pass --n-ctx (llm.n_ctx) with the value the server was started with.")
 
     @property
     def vocab_size(self) -> int:
@@ -345,33 +373,55 @@ class OpenAICompatLLM:
         return self._server_tokenize(text)
 
     def detokenize(self, ids: Sequence[int]) -> str:
+        """Text of `ids`; the server's answers are cached per id sequence (bounded)."""
         self._ensure_tokenizer()
-        ids = [int(i) for i in ids]
+        ids = tuple(int(i) for i in ids)
         if not ids:
             return ""
         if self._local is not None:
             return self._local.decode(ids)
+        if len(ids) == 1 and ids[0] in self._pieces:
+            return self._pieces[ids[0]]
+        return self._detokenize_cached(ids)
+
+    def _detokenize_uncached(self, ids: tuple[int, ...]) -> str:
         if self._flavor == _Flavor.LLAMA_CPP_PYTHON:
             return self._request("POST", self.root_url + "/extras/detokenize",
-                                 {"model": self._model, "tokens": ids})["text"]
+                                 {"model": self._model, "tokens": list(ids)})["text"]
         data = self._request("POST", self.root_url + "/detokenize",
-                             {"model": self._model, "tokens": ids})
+                             {"model": self._model, "tokens": list(ids)})
         return data["prompt"] if self._flavor == _Flavor.VLLM else data["content"]
 
     def _server_tokenize(self, text: str, special: bool = False) -> list[int]:
-        """Ids from the server's tokenizer; control-token markup ("<|im_end|>") in `text` is
-        parsed only with `special` where the server lets us choose (llama-server; vLLM and
-        llama-cpp-python's endpoints have no such switch)."""
+        """Ids from the server's tokenizer, one request per distinct (text, special) while it
+        stays in the cache; control-token markup ("<|im_end|>") in `text` is parsed only with
+        `special` where the server lets us choose (llama-server; vLLM and llama-cpp-python's
+        endpoints have no such switch)."""
+        return list(self._tokenize_cached(text, special))
+
+    def _server_tokenize_uncached(self, text: str, special: bool) -> tuple[int, ...]:
         if self._flavor == _Flavor.LLAMA_CPP_PYTHON:
             ids = self._request("POST", self.root_url + "/extras/tokenize",
                                 {"model": self._model, "input": text})["tokens"]
             n = len(self._bos_prefix)
-            return [int(t) for t in (ids[n:] if ids[:n] == self._bos_prefix else ids)]
+            return tuple(int(t) for t in (ids[n:] if ids[:n] == self._bos_prefix else ids))
         if self._flavor == _Flavor.VLLM:
             payload = {"model": self._model, "prompt": text, "add_special_tokens": False}
-        else:
-            payload = {"content": text, "add_special": False, "parse_special": special}
-        return [int(t) for t in self._request("POST", self.root_url + "/tokenize", payload)["tokens"]]
+            return tuple(int(t) for t in
+                         self._request("POST", self.root_url + "/tokenize", payload)["tokens"])
+        # llama-server: the pieces come with the ids, so single-id detokenizing costs nothing
+        payload = {"content": text, "add_special": False, "parse_special": special,
+                   "with_pieces": True}
+        tokens = self._request("POST", self.root_url + "/tokenize", payload)["tokens"]
+        ids = []
+        for token in tokens:
+            if isinstance(token, dict):
+                ids.append(int(token["id"]))
+                if isinstance(token.get("piece"), str):
+                    self._pieces[int(token["id"])] = token["piece"]
+            else:
+                ids.append(int(token))
+        return tuple(ids)
 
     def _tokenize_prompt(self, text: str) -> list[int]:
         """Ids of a rendered prompt with control-token markup parsed, as the server reads it."""
@@ -408,6 +458,20 @@ class OpenAICompatLLM:
             return len(self._tokenize_prompt(rendered))
         return (sum(len(self.tokenize(m.content)) + APPROX_TOKENS_PER_MESSAGE for m in messages)
                 + APPROX_TOKENS_PER_CHAT)
+
+    def check_answer_scoring(self, stage: str) -> None:
+        """ConfigError naming `stage` when this backend cannot score options after a partial
+        answer (a ChoiceRequest with an answer_prefix), as choice_scoring, csrag_choices,
+        csrag_json_scored and cot_json_scored do: that needs the served model's chat template,
+        which tokenizer='server' gets only from llama-server's /apply-template. Costs the
+        tokenizer probe (made once) and, on llama-server, one template request."""
+        probe = (Message("user", "q"),)
+        if self._render_chat(probe) is None:
+            raise ConfigError(
+                f"Stage '{stage}' scores answer options after a partial answer, which needs "
+                f"the served model's chat template, and {self.root_url} with tokenizer="
+                f"'{self._local.name if self._local else 'server'}' gives none.",
+                "Pass the served model's GGUF or preset as --tokenizer (llm.tokenizer).")
 
     # ----------------------------------------------------------------- protocol: generation
     def _map(self, fn, items: list) -> list:
@@ -476,85 +540,187 @@ class OpenAICompatLLM:
         return self._map(self.score_choices, list(requests))
 
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
-        """Log-probability of each choice as the start of the assistant's answer, bias applied.
-
-        Servers report log-probs before `logit_bias` (see module doc), so the scoring requests
-        carry no bias: its value for each scored token is added to the reported log-prob. What
-        that leaves out is the bias's normaliser log sum_j p_j exp(b_j), the same for every
-        choice at a position whose context all choices share: rankings and `probabilities()` are
-        exact for first-token scoring, approximate past the first token (a warning says so).
+        """Log-probability of each choice as the start of the assistant's answer, bias applied;
+        exact, or a ServerRejectedError ("Could not score the choices ...") says why not.
+        Probabilities are never made up from log-probs the server did not give.
 
         The choices' tokens are those of the rendered prompt + answer_prefix + choice after its
         common prefix with the prompt (a token merged across the boundary is the choice's) when
         the chat template is known (local GGUF, llama-server's /apply-template); otherwise, with
         no answer_prefix, the choice tokenized alone.
 
-        (a) First token, one request, when every choice has a distinct first token of its own:
-            chat completion (no answer_prefix) or /v1/completions on prompt + answer_prefix, with
-            max_tokens=1 and the top 20 log-probs. Any server; `token_counts` are 1.
-        (b) Whole choice, one request per choice, when (a) does not apply or a first token is
-            not in the top 20: /v1/completions with echo=true on prompt + answer_prefix + choice.
-            Needs the chat template and prompt log-probs (vLLM; llama-cpp-python only when the
-            prompt starts with the BOS token, e.g. SmolLM2's ChatML: its echo log-probs are
-            shifted otherwise, which is detected, refused and remembered; not llama-server nor
-            OpenAI). Slow on llama-cpp-python (a sort of the vocabulary per prompt token).
-        Without (b), a choice missing from the top 20 scores -inf with a warning; if all are
-        missing, or (a) does not apply, ServerRejectedError says why.
+        Servers report log-probs before `logit_bias`; the bias's value for each scored token is
+        added here. Its normaliser log sum_j p_j exp(b_j) is the same for every choice only when
+        each choice is one token at the same position, so a bias on any other shape of choices
+        is refused rather than approximated.
+
+        (forced) With the chat template, when the capability probe (once per backend) finds
+        that the server reports a token forced by `logit_bias` +100 with its own log-prob:
+            each choice token is one /v1/completions request (max_tokens=1) on the prompt text
+            that precedes it, the token forced; the reply must name that token, and the prompt
+            text must tokenize to the ids before it. Exact on any such server (llama-cpp-python;
+            vLLM, whose log-probs are the model's own by default).
+        (first token) Otherwise, when each choice is one distinct token at the same position:
+            one request with the top 20 log-probs (chat completion without answer_prefix, else
+            /v1/completions on the rendered prompt); every choice must be among them.
+        (echo) Otherwise, with the chat template: /v1/completions with echo=true on prompt +
+            choice, one request per choice; refused when the server's prompt log-probs are
+            missing or misaligned (llama-server, OpenAI; llama-cpp-python without BOS).
         """
         if not request.choices or any(not c for c in request.choices):
             raise ValueError("score_choices needs at least one choice and no empty choices")
         start = time.perf_counter()
         bias = request.bias.as_dict() if request.bias else {}
         rendered = self._render_chat(request.messages)
-        if rendered is None and request.answer_prefix:
-            raise ServerRejectedError(
-                "Cannot score choices after an answer_prefix: the chat template of the server is "
-                "unknown, and chat completions cannot continue a partial assistant turn.",
-                "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>), or no answer_prefix.")
-        context = None if rendered is None else rendered + request.answer_prefix
-        if context is None:
-            owned = [self.tokenize(c) for c in request.choices]
+        if rendered is None:
+            if request.answer_prefix:
+                raise ConfigError(
+                    "Could not score the choices: they follow an answer_prefix, and the chat "
+                    "template of the served model is unknown (tokenizer='server' on a server "
+                    "without a template endpoint), so the prompt cannot be continued.",
+                    "Pass the served model's GGUF or preset as --tokenizer (llm.tokenizer).")
+            scores = self._score_by_chat(request, bias)
         else:
+            context = rendered + request.answer_prefix
             context_ids = self._tokenize_prompt(context)
             fulls = [self._tokenize_prompt(context + c) for c in request.choices]
-            # a choice whose first token merges into the prompt has no first token of its own
-            owned = [f[len(context_ids):] if common_prefix(context_ids, f) == len(context_ids)
-                     else [] for f in fulls]
-            whole = [f[common_prefix(context_ids, f):] for f in fulls]
-        firsts = [ids[0] if ids else None for ids in owned]
-        can_echo = context is not None and self._echo_usable is not False
-        if None not in firsts and len(set(firsts)) == len(firsts):
-            scores = self._score_first_tokens(request, firsts, bias, context)
-            missing = [c for c, lp in zip(request.choices, scores.logprobs) if lp == -math.inf]
-            why = "whole-choice scoring needs the chat template and prompt log-probs"
-            if missing and can_echo:
-                try:
-                    scores = self._score_by_echo(request, context, whole, bias)
-                    missing = []
-                except ServerRejectedError as exc:
-                    why = exc.message
-            if len(missing) == len(request.choices):
+            starts = [common_prefix(context_ids, f) for f in fulls]
+            if any(s == len(f) for s, f in zip(starts, fulls)):
                 raise ServerRejectedError(
-                    f"None of the choices' first tokens is among the server's top "
-                    f"{TOP_LOGPROBS}, and {why}.",
-                    "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a server "
-                    "that returns prompt log-probs (vLLM, llama-cpp-python).")
-            if missing:
-                scores.warnings.append(f"first token of {missing} not among the server's top "
-                                       f"{TOP_LOGPROBS}: scored -inf")
-        elif can_echo:
-            scores = self._score_by_echo(request, context, whole, bias)
-        else:
-            raise ServerRejectedError(
-                "Cannot score these choices over this API: they share their first token, so "
-                "each needs its own prompt log-probs, and "
-                + ("the chat template of the server is unknown." if context is None else
-                   "this server does not return usable ones."),
-                "Use a local GGUF tokenizer (tokenizer=<preset|model.gguf>) with a server that "
-                "returns prompt log-probs (vLLM, llama-cpp-python), or choices with distinct "
-                "first tokens.")
+                    "Could not score the choices: a choice adds no token to the prompt.",
+                    "Use choices that are text of their own.")
+            one_position = (len(set(starts)) == 1
+                            and all(len(f) - s == 1 for s, f in zip(starts, fulls)))
+            if bias and not one_position:
+                raise ServerRejectedError(
+                    "Could not score the choices exactly: under a logit bias, choices of "
+                    "several tokens (or starting at different positions) need each position's "
+                    "normaliser, which a server's log-probs do not give.",
+                    "Score these choices with the embedded backend (--llm llamacpp), or "
+                    "without the bias.")
+            if self._forced_scoring_usable():
+                scores = self._score_forced(request, context, fulls, starts, bias)
+            elif one_position and starts[0] == len(context_ids) \
+                    and len({f[-1] for f in fulls}) == len(fulls):
+                scores = self._score_first_tokens(request, [f[-1] for f in fulls], bias,
+                                                  context)
+            else:
+                scores = self._score_by_echo(request, context,
+                                             [f[s:] for s, f in zip(starts, fulls)], bias)
+            scores.prompt_tokens = scores.prompt_tokens or len(context_ids)
         scores.seconds = time.perf_counter() - start
         return scores
+
+    # ----------------------------------------------------------------- choices: forced tokens
+    def _forced_scoring_usable(self) -> bool:
+        """The capability probe, made once: does the server report a token forced by
+        `logit_bias` with the log-prob the model gives it without the bias?"""
+        if self._forced_usable is None:
+            self._ensure_tokenizer()
+            with self._scoring_lock:
+                if self._forced_usable is None:
+                    self._forced_usable = self._probe_forced_scoring()
+        return self._forced_usable
+
+    def _probe_forced_scoring(self) -> bool:
+        """Ask for the top log-probs after a fixed text, force a runner-up, compare."""
+        payload: dict[str, Any] = {"model": self._model, "prompt": _PROBE_TEXT,
+                                   "max_tokens": 1, "temperature": 0.0, "logprobs": 5}
+        try:
+            data = self._probe("POST", self.base_url + "/completions", payload)
+            if data is None:
+                return False
+            tops = (_first_choice(data, self.base_url + "/completions").get("logprobs")
+                    or {}).get("top_logprobs") or []
+            ranked = sorted((tops[0] or {}).items(), key=lambda e: -e[1]) if tops else []
+            for text, logprob in ranked[1:]:
+                ids = self.tokenize(text)
+                if len(ids) != 1:
+                    continue
+                forced = self._probe("POST", self.base_url + "/completions", {
+                    **payload, "logprobs": 1, "logit_bias": {str(ids[0]): LOGIT_BIAS_LIMIT}})
+                value = None if forced is None else self._forced_value(forced, ids[0])
+                return value is not None and abs(value - float(logprob)) < 1e-3
+        except (ServerRejectedError, ConfigError, KeyError, TypeError, ValueError,
+                AttributeError):
+            return False
+        return False
+
+    def _forced_value(self, data: Any, token: int) -> float | None:
+        """The reported log-prob of the one generated token if it is `token`, else None."""
+        logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+        tokens, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
+        if len(tokens) != 1 or len(values) != 1 or values[0] is None:
+            return None
+        piece = self.detokenize([token]).replace("\ufffd", "")
+        if tokens[0] not in (f"token_id:{token}", piece) \
+                and tokens[0].replace("\ufffd", "") != piece:
+            return None
+        return float(values[0])
+
+    def _score_forced(self, request: ChoiceRequest, context: str, fulls: list[list[int]],
+                      starts: list[int], bias: dict[int, float]) -> ChoiceScores:
+        """Each choice token's log-prob from one request that forces it after the prompt text
+        before it (a request shared by choices with a common start, or made before with the
+        same prompt, is sent once)."""
+        steps = []
+        for choice, full, own in zip(request.choices, fulls, starts):
+            text = context + choice
+            steps.append([(self._text_before(text, full, k), full[k])
+                          for k in range(own, len(full))])
+        unique = list(dict.fromkeys(step for choice_steps in steps for step in choice_steps))
+        values = dict(zip(unique, self._map(lambda step: self._forced_cached(*step), unique)))
+        return ChoiceScores(
+            choices=tuple(request.choices),
+            logprobs=[sum(values[s] + bias.get(s[1], 0.0) for s in choice_steps)
+                      for choice_steps in steps],
+            token_counts=[len(choice_steps) for choice_steps in steps],
+            prompt_tokens=0,
+            seconds=0.0,
+        )
+
+    def _text_before(self, text: str, ids: list[int], k: int) -> str:
+        """The prefix of `text` that tokenizes to `ids[:k]` (`ids` are the tokens of `text`)."""
+        tail = self.detokenize(ids[k:])
+        head = text[:len(text) - len(tail)] if tail and text.endswith(tail) else None
+        if head is None or self._tokenize_prompt(head) != ids[:k]:
+            raise ServerRejectedError(
+                f"Could not score the choices: the prompt cannot be cut as text before its "
+                f"token {k} ({tail[:20]!r}), so that token cannot be scored on its own.",
+                "Score these choices with the embedded backend (--llm llamacpp).")
+        return head
+
+    def _forced_logprob(self, prompt: str, token: int) -> float:
+        data = self._post("/completions", {
+            "model": self._model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
+            "logprobs": 1, "logit_bias": {str(token): LOGIT_BIAS_LIMIT}})
+        value = self._forced_value(data, token)
+        if value is None:
+            raise ServerRejectedError(
+                f"Could not score the choices: {self.base_url}/completions did not return the "
+                f"log-prob of token {token} forced with logit_bias.",
+                "Check the server's log; the embedded backend (--llm llamacpp) scores choices "
+                "exactly.")
+        return value
+
+    # ----------------------------------------------------------------- choices: other ways
+    def _score_by_chat(self, request: ChoiceRequest, bias: dict[int, float]) -> ChoiceScores:
+        """No chat template: the choices' first tokens (each choice tokenized alone) from the
+        top log-probs of one chat completion; they must be distinct and all present."""
+        firsts = [self.tokenize(c)[:1] for c in request.choices]
+        if [] in firsts or len({f[0] for f in firsts}) != len(firsts):
+            raise ServerRejectedError(
+                "Could not score the choices: they share their first token, so each needs its "
+                "own prompt log-probs, and the chat template of the server is unknown.",
+                "Pass the served model's GGUF or preset as --tokenizer (llm.tokenizer), or "
+                "use choices with distinct first tokens.")
+        multi = [c for c in request.choices if len(self.tokenize(c)) > 1]
+        if multi:
+            raise ServerRejectedError(
+                f"Could not score the choices exactly: {multi} have several tokens, and "
+                "without the chat template only first tokens can be scored.",
+                "Pass the served model's GGUF or preset as --tokenizer (llm.tokenizer).")
+        return self._score_first_tokens(request, [f[0] for f in firsts], bias, None)
 
     def _score_first_tokens(self, request: ChoiceRequest, firsts: list[int],
                             bias: dict[int, float], context: str | None) -> ChoiceScores:
@@ -579,15 +745,24 @@ class OpenAICompatLLM:
                 if content else {}
         if not top:
             raise ServerRejectedError(
-                f"{self.base_url} returned no log-probs for a request that asked for them.",
+                f"Could not score the choices: {self.base_url} returned no log-probs for a "
+                "request that asked for them.",
                 "Use a server that returns log-probs (llama-cpp-python needs logits_all, which "
                 "its server enables by default).")
         by_id = {int(t[len("token_id:"):]): float(lp) for t, lp in top.items()
                  if t.startswith("token_id:")}
-        logprobs = []
-        for token in firsts:
-            lp = by_id.get(token) if by_id else top.get(self.detokenize([token]))
-            logprobs.append(-math.inf if lp is None else float(lp) + bias.get(token, 0.0))
+        found = [by_id.get(token) if by_id else top.get(self.detokenize([token]))
+                 for token in firsts]
+        missing = [c for c, lp in zip(request.choices, found) if lp is None]
+        if missing:
+            raise ServerRejectedError(
+                f"Could not score the choices: the first token of {missing} is not among the "
+                f"server's top {TOP_LOGPROBS} log-probs, and this server offers no exact way "
+                "to score it (no forced-token log-probs).",
+                "Use a server that reports log-probs of tokens forced by logit_bias "
+                "(llama-cpp-python, vLLM) with the served model's GGUF as --tokenizer, or the "
+                "embedded backend (--llm llamacpp).")
+        logprobs = [float(lp) + bias.get(token, 0.0) for lp, token in zip(found, firsts)]
         usage = data.get("usage") or {}
         return ChoiceScores(
             choices=tuple(request.choices),
@@ -603,6 +778,8 @@ class OpenAICompatLLM:
         from the echoed prompt log-probs. The one generated token is forced (logit_bias +100 on
         the choice's first token) so that its echo entry can be checked: it must come last,
         after the prompt's entries, or the entries are misaligned."""
+        if self._echo_usable is False:
+            raise _echo_unusable_error(self.base_url)
 
         def score(job: tuple[str, list[int]]) -> tuple[float, int, int]:
             choice, own = job
@@ -621,28 +798,27 @@ class OpenAICompatLLM:
             own_values = values[-1 - len(own):-1] if aligned else []
             if not aligned or any(v is None for v in own_values):
                 self._echo_usable = False  # no use asking again
-                raise ServerRejectedError(
-                    f"{self.base_url}/completions did not return usable prompt log-probs for "
-                    "echo=true: missing (llama-server, OpenAI) or misaligned (llama-cpp-python "
-                    "when the prompt does not start with the BOS token).",
-                    "Use choices with distinct first tokens, or a server that returns prompt "
-                    "log-probs (vLLM).")
+                raise _echo_unusable_error(self.base_url)
             total = sum(float(v) + bias.get(t, 0.0) for v, t in zip(own_values, own))
             return total, len(own), int(usage.get("prompt_tokens", 0)) - len(own)
 
         results = self._map(score, list(zip(request.choices, targets)))
-        warnings = []
-        if bias and any(n > 1 for _, n, _ in results):
-            warnings.append("bias added to multi-token choices without the per-position "
-                            "normaliser past the first token: the ranking is approximate")
         return ChoiceScores(
             choices=tuple(request.choices),
             logprobs=[r[0] for r in results],
             token_counts=[r[1] for r in results],
             prompt_tokens=results[0][2],
             seconds=0.0,
-            warnings=warnings,
         )
+
+
+def _echo_unusable_error(url: str) -> ServerRejectedError:
+    return ServerRejectedError(
+        f"Could not score the choices: {url}/completions did not return usable prompt log-probs "
+        "for echo=true: missing (llama-server, OpenAI) or misaligned (llama-cpp-python when the "
+        "prompt does not start with the BOS token).",
+        "Use a server that reports log-probs of tokens forced by logit_bias (llama-cpp-python, "
+        "vLLM), or the embedded backend (--llm llamacpp).")
 
 
 def _messages_json(messages: Sequence[Message]) -> list[dict[str, str]]:

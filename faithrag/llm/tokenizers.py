@@ -4,8 +4,8 @@ An OpenAI-compatible server takes token ids (`logit_bias`) that must come from t
 the server runs. When the server cannot tokenize for us, or to save the round trips, a local
 copy of that tokenizer is used (faithrag/llm/openai.py checks it once against the server's):
 
-- ``GGUFTokenizer``: the vocabulary of a GGUF (llama-cpp-python, ``vocab_only=True``) and its
-  chat template;
+- ``GGUFTokenizer``: the vocabulary of a GGUF (llama-cpp-python, ``vocab_only=True``), its
+  chat template and its trained context length (``<architecture>.context_length``);
 - ``HFTokenizer``: a Hugging Face tokenizer.json (the ``tokenizers`` package), no chat template;
 - ``load_tokenizer(spec)``: "server" (None: ask the server), a preset name, a .gguf path or a
   tokenizer.json path; anything else is a ConfigError.
@@ -33,6 +33,7 @@ class LocalTokenizer(Protocol):
 
     name: str
     vocab_size: int
+    context_length: int | None  # the model's trained context window, when the file says it
 
     def encode(self, text: str, special: bool) -> list[int]:
         """Ids of `text`, no BOS; `special` parses control-token markup such as <|im_start|>."""
@@ -61,6 +62,9 @@ class GGUFTokenizer:
         self.name = str(path)
         self._llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
         self.vocab_size = int(self._llama.n_vocab())
+        metadata = self._llama.metadata
+        length = metadata.get(f"{metadata.get('general.architecture', 'llama')}.context_length")
+        self.context_length = int(length) if length and str(length).isdigit() else None
         template = self._llama.metadata.get("tokenizer.chat_template")
         self._formatter = None
         if template:
@@ -100,6 +104,7 @@ class HFTokenizer:
         self.name = str(path)
         self._tok = Tokenizer.from_file(str(path))
         self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
+        self.context_length = None  # tokenizer.json does not say it
 
     def encode(self, text: str, special: bool) -> list[int]:
         # tokenizers always parses added (special) tokens in text; `special` cannot switch it off
