@@ -144,6 +144,9 @@ class Pipeline:
         """The stages `config.pipeline` names, around a loaded `llm` and an open `retriever`."""
         p = config.pipeline
         stage = registry.stage
+        check_scoring = getattr(llm, "check_answer_scoring", None)
+        if check_scoring is not None and stage("generator", p.method).scores_options:
+            check_scoring(p.method)  # a backend that cannot score exactly refuses here
         return cls(
             generator=stage("generator", p.method).build(llm, config, retriever),
             retriever=retriever,

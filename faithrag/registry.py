@@ -13,7 +13,9 @@ Contract:
 - `stage(kind, name)` returns the StageSpec, or raises ConfigError naming the known names.
 - `section` names the Config section that configures the stage (None: it reads only the
   shared sections `generation` and `retrieval`).
-- `choices` marks generators that answer by picking one of the question's options.
+- `choices` marks generators that answer by picking one of the question's options;
+  `scores_options` those that score the options' tokens after a partial answer, which a backend
+  may be unable to do exactly (its `check_answer_scoring(name)` then refuses the stage).
 - `requires(config)`, if given, raises ConfigError when the configuration lacks what the stage
   needs (a verifier's knowledge base); `Pipeline.from_config` runs it before any model loads.
 
@@ -61,6 +63,7 @@ class StageSpec:
     choices: bool = False
     description: str = ""
     requires: Callable[[Config], None] | None = None
+    scores_options: bool = False
 
     def check(self, config: Config) -> None:
         """Raise ConfigError if `config` lacks what this stage needs."""
@@ -76,8 +79,8 @@ _builtins_loaded = False
 
 
 def register(kind: Kind, name: str, *, section: str | None = None, choices: bool = False,
-             description: str = "", requires: Callable[[Config], None] | None = None
-             ) -> Callable[[Factory], Factory]:
+             description: str = "", requires: Callable[[Config], None] | None = None,
+             scores_options: bool = False) -> Callable[[Factory], Factory]:
     """Register the decorated factory as stage `name` of `kind`; returns it unchanged."""
     from faithrag.config import Config
 
@@ -90,7 +93,7 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
         if name in _STAGES[kind]:
             raise ValueError(f"{LABELS[kind]} {name!r} is registered twice")
         _STAGES[kind][name] = StageSpec(kind, name, factory, section, choices, description,
-                                        requires)
+                                        requires, scores_options)
         return factory
     return decorate
 

@@ -50,7 +50,9 @@ def llama_server(tiny_gguf, tmp_path_factory):
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias",
            "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False"]
+           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False",
+           # llama.cpp's own default, as the embedded backend runs it (same logits)
+           "--flash_attn", "True"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -83,3 +83,15 @@ def test_registering_a_name_twice_or_an_unknown_section_is_an_error(echo):
     with pytest.raises(ValueError, match="no configuration section"):
         registry.register("generator", "echo2", section="nowhere")(
             lambda llm, config, retriever: Echo())
+
+
+def test_a_backend_that_cannot_score_options_refuses_those_stages_when_built():
+    class NoScoring(FakeLLM):
+        def check_answer_scoring(self, stage):
+            raise ConfigError(f"Stage '{stage}' cannot score here.", "Pass --tokenizer.")
+
+    assert {s.name for s in registry.stages("generator") if s.scores_options} == {
+        "choice_scoring", "cot_json_scored", "csrag_choices", "csrag_json_scored"}
+    with pytest.raises(ConfigError, match="Stage 'csrag_choices'"):
+        Pipeline.from_config(method="csrag_choices", llm=NoScoring())
+    assert Pipeline.from_config(method="vanilla", llm=NoScoring()).generator.name == "vanilla"

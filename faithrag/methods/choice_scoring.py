@@ -97,7 +97,7 @@ class ChoiceScoring:
             return answer
 
 
-@register("generator", "choice_scoring", choices=True,
+@register("generator", "choice_scoring", choices=True, scores_options=True,
           description="the option with the highest log-probability")
 def build_choice_scoring(llm: LLM, config: Config,
                          retriever: Retriever | None) -> ChoiceScoring:

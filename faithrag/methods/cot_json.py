@@ -165,7 +165,7 @@ def build_cot_json(llm: LLM, config: Config, retriever: Retriever | None) -> CoT
     return CoTJSON(llm, max_tokens=config.generation.max_tokens)
 
 
-@register("generator", "cot_json_scored", choices=True,
+@register("generator", "cot_json_scored", choices=True, scores_options=True,
           description="cot_json's reason, then the options scored in its Answer slot")
 def build_cot_json_scored(llm: LLM, config: Config, retriever: Retriever | None) -> CoTJSON:
     return CoTJSON(llm, config.generation.max_tokens, scored=True)

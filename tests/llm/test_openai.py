@@ -469,7 +469,7 @@ def reference_llama(tiny_gguf):
     """The same GGUF in-process with all logits kept: ground truth for the server's log-probs."""
     llama_cpp = pytest.importorskip("llama_cpp")
     return llama_cpp.Llama(model_path=str(tiny_gguf), n_ctx=512, logits_all=True, n_threads=1,
-                           n_threads_batch=1, verbose=False)
+                           n_threads_batch=1, flash_attn=True, verbose=False)
 
 
 def reference_logprobs(llama, prompt: str) -> tuple[list[int], list[list[float]]]:

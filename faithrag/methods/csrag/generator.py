@@ -186,13 +186,14 @@ def build_csrag_json(llm: LLM, config: Config, retriever: Retriever | None) -> C
     return build_csrag(llm, config)
 
 
-@register("generator", "csrag_choices", section="csrag", choices=True,
+@register("generator", "csrag_choices", section="csrag", choices=True, scores_options=True,
           description="CSRAG's bias applied while scoring the options")
 def build_csrag_choices(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
     return build_csrag(llm, config, "choices")
 
 
 @register("generator", "csrag_json_scored", section="csrag", choices=True,
+          scores_options=True,
           description="the JSON reason unbiased, then the options scored with the bias")
 def build_csrag_json_scored(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
     return build_csrag(llm, config, "json_scored")
