@@ -70,6 +70,9 @@ class Step:
     llm_calls: list[LLMCallRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # the passages the step's prompt held, when it framed any: {"seen": [ids in order],
+    # "cut": {id: the text kept of a passage cut to fit}}
+    evidence: dict[str, Any] = field(default_factory=dict)
 
     def record_llm(self, purpose: str, prompt_tokens: int, completion_tokens: int,
                    seconds: float, cached: bool = False) -> None:

@@ -46,9 +46,24 @@ def render_choices(choices: Sequence[str]) -> str:
 
 def fit(llm: LLM, render: Render, passages: Sequence[Passage], reserve: int,
         step: Step) -> FittedPrompt:
-    """Fit the evidence into the context window; truncation is recorded on the step."""
+    """Fit the evidence into the context window; truncation is recorded on the step, and
+    `step.evidence` gains the passages this prompt held (over all of a step's prompts: each
+    passage any of them held, and the text kept of one that none held whole)."""
     fitted = fit_evidence(llm, render, [p.text for p in passages], reserve)
     step.warnings.extend(fitted.warnings)
+    seen = step.evidence.setdefault("seen", [])
+    cut = step.evidence.setdefault("cut", {})
+    for passage, text in zip(passages, fitted.evidence):
+        whole = text == passage.text
+        if passage.id not in seen:
+            seen.append(passage.id)
+            if not whole:
+                cut[passage.id] = text
+        elif passage.id in cut and (whole or len(text) > len(cut[passage.id])):
+            if whole:
+                del cut[passage.id]
+            else:
+                cut[passage.id] = text
     return fitted
 
 
