@@ -54,16 +54,14 @@ def fit(llm: LLM, render: Render, passages: Sequence[Passage], reserve: int,
     seen = step.evidence.setdefault("seen", [])
     cut = step.evidence.setdefault("cut", {})
     for passage, text in zip(passages, fitted.evidence):
-        whole = text == passage.text
         if passage.id not in seen:
             seen.append(passage.id)
-            if not whole:
-                cut[passage.id] = text
-        elif passage.id in cut and (whole or len(text) > len(cut[passage.id])):
-            if whole:
-                del cut[passage.id]
-            else:
-                cut[passage.id] = text
+        elif passage.id not in cut:
+            continue  # an earlier prompt held it whole
+        if text == passage.text:
+            cut.pop(passage.id, None)
+        elif len(text) > len(cut.get(passage.id, "")):
+            cut[passage.id] = text
     return fitted
 
 
