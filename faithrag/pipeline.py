@@ -179,6 +179,37 @@ class Pipeline:
             answer = self.verifier.verify(question, passages, answer, trace)
         return Result(question, answer, passages, removed, trace)
 
+    def rerank(self, question: Question | str, passages: Sequence[Passage],
+               trace: Trace | None = None) -> Result:
+        """Only the re-ranking stage over `passages`: the Result's `passages` are the kept ones
+        in their new order, `removed` the ones taken out with their reasons; its answer is empty.
+        ConfigError when the pipeline has no re-ranker (set rerank=)."""
+        if self.reranker is None:
+            raise ConfigError("This pipeline has no re-ranker.",
+                              "Build it with rerank=, e.g. Pipeline.from_config(rerank='crossval').")
+        question = make_question(question)
+        trace = Trace() if trace is None else trace
+        reranked = self.reranker.rerank(question, list(passages), trace)
+        return Result(question, Answer(text=""), reranked.passages, reranked.removed, trace)
+
+    def verify(self, question: Question | str, passages: Sequence[Passage],
+               draft: Answer | str, trace: Trace | None = None) -> Result:
+        """Only the verification stage: check `draft` (an answer written from `passages` by any
+        generator) and return the verified answer; `answer.meta["decision"]` says what the
+        verifier did where it records it. ConfigError when the pipeline has no verifier (set
+        verify=)."""
+        if self.verifier is None:
+            raise ConfigError("This pipeline has no verifier.",
+                              "Build it with verify=, e.g. Pipeline.from_config(verify='antisyco', kb=...).")
+        question = make_question(question)
+        draft = Answer(text=draft) if isinstance(draft, str) else draft
+        if not draft.text.strip():
+            raise InputError("The draft answer is empty.", "Pass the answer text to verify.")
+        trace = Trace() if trace is None else trace
+        passages = list(passages)
+        answer = self.verifier.verify(question, passages, draft, trace)
+        return Result(question, answer, passages, [], trace)
+
 
 def check_stages(config: Config) -> None:
     """ConfigError when a stage `config` names lacks what it needs (a verifier's knowledge

@@ -1,6 +1,6 @@
 import pytest
 
-from faithrag.errors import ConfigError
+from faithrag.errors import ConfigError, InputError
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.vanilla import VanillaRAG
@@ -126,3 +126,32 @@ def test_a_missing_model_is_named_before_the_evidence_is_opened(monkeypatch, tmp
     monkeypatch.setattr(faithrag.pipeline, "open_retriever", no_index)
     with pytest.raises(ModelNotFoundError, match="neither a preset"):
         Pipeline.from_config(model=str(tmp_path / "missing.gguf"), index=tmp_path)
+
+
+# Pipeline.rerank / Pipeline.verify: one stage on its own, for framework adapters
+
+
+def test_rerank_runs_only_the_reranker():
+    passages = [Passage(f"p{i}", f"text {i}") for i in range(3)]
+    llm = FakeLLM(default="never called")
+    result = Pipeline(VanillaRAG(llm), reranker=DropLast()).rerank("q?", passages)
+    assert [p.id for p in result.passages] == ["p0", "p1"]
+    assert [r.passage.id for r in result.removed] == ["p2"]
+    assert [s.stage for s in result.trace.steps] == ["rerank"] and not llm.calls
+
+
+def test_verify_checks_a_given_draft():
+    result = Pipeline(VanillaRAG(FakeLLM()), verifier=Shout()).verify(
+        "q?", [Passage("a", "t")], "draft")
+    assert result.answer.text == "DRAFT"
+    assert [s.stage for s in result.trace.steps] == ["verify"]
+
+
+def test_single_stage_calls_refuse_a_missing_stage_or_an_empty_draft():
+    pipeline = Pipeline(VanillaRAG(FakeLLM()))
+    with pytest.raises(ConfigError, match="no re-ranker"):
+        pipeline.rerank("q?", [])
+    with pytest.raises(ConfigError, match="no verifier"):
+        pipeline.verify("q?", [], "draft")
+    with pytest.raises(InputError, match="draft answer is empty"):
+        Pipeline(VanillaRAG(FakeLLM()), verifier=Shout()).verify("q?", [], " ")
