@@ -24,12 +24,24 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage
 from faithrag.pipeline import Pipeline, Result
 from faithrag.retrieval.corpus import add_documents, index_documents
-from faithrag.types import Answer, Passage, Question, Step, Trace
+from faithrag.types import (
+    Answer,
+    Conflict,
+    ConflictCheck,
+    ConflictSide,
+    Passage,
+    Question,
+    Step,
+    Trace,
+)
 
 __all__ = [
     "Answer",
     "Config",
     "ConfigError",
+    "Conflict",
+    "ConflictCheck",
+    "ConflictSide",
     "FaithragError",
     "FakeLLM",
     "InputError",

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from faithrag.config import Config, set_dotted
 from faithrag.errors import ConfigError, InputError
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Generator, RemovedPassage, Reranker, Retriever, Verifier
-from faithrag.types import Answer, Passage, Question, Trace
+from faithrag.types import Answer, Conflict, ConflictCheck, Passage, Question, Trace
 
 # Keyword settings of `Pipeline.from_config` that name a configuration key directly; any other
 # keyword is `section__key` (e.g. csrag__alpha=-3 sets csrag.alpha).
@@ -50,6 +50,17 @@ class Result:
     removed: list[RemovedPassage] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
 
+    @property
+    def conflicts(self) -> list[Conflict]:
+        """Every conflict a stage met on the way to this answer, in the order they were met."""
+        return self.trace.conflicts
+
+    @property
+    def conflict_checks(self) -> list[ConflictCheck]:
+        """Every conflict check the stages made, including the ones that found nothing or could
+        not tell."""
+        return self.trace.checks
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question.text,
@@ -62,6 +73,8 @@ class Result:
                           "text": p.text} for p in self.passages],
             "removed": [{"id": r.passage.id, "reason": r.reason, "text": r.passage.text}
                         for r in self.removed],
+            "conflicts": [asdict(c) for c in self.conflicts],
+            "conflict_checks": [asdict(c) for c in self.conflict_checks],
             "trace": self.trace.to_dict(),
         }
 

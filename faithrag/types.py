@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -58,6 +58,51 @@ class LLMCallRecord:
     cached: bool = False
 
 
+ConflictKind = Literal["context_vs_memory", "passage_vs_passage", "ambiguous",
+                       "contradicted_by_trusted_kb", "low_relevance"]
+CONFLICT_KINDS: tuple[str, ...] = ConflictKind.__args__
+# What the pipeline did about a conflict: `reported` = found and left alone (detect-only).
+ConflictAction = Literal["kept", "removed", "repaired", "fell_back", "surfaced", "abstained",
+                         "reported"]
+CheckStatus = Literal["conflict", "no_conflict", "could_not_tell"]
+
+
+@dataclass
+class ConflictSide:
+    """One side of a conflict, never invented: `quote` is the text it came from (a passage, a
+    knowledge-base claim, or the model's own closed-book statement when `source` is
+    "memory"), `passages` the ids of the passages or claims behind it, `answer` that side's
+    answer to the question as the model read it."""
+
+    answer: str
+    quote: str
+    passages: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+@dataclass
+class Conflict:
+    """A disagreement a stage met: its kind, the sides, how sure the stage is (0-1, None when
+    it does not say), and what the pipeline did about it."""
+
+    kind: ConflictKind
+    stage: str
+    sides: list[ConflictSide]
+    action: ConflictAction
+    confidence: float | None = None
+    note: str = ""
+
+
+@dataclass
+class ConflictCheck:
+    """That a detector looked for one kind of conflict, and what it could tell: a reply it could
+    not read is `could_not_tell`, never `no_conflict`."""
+
+    kind: ConflictKind
+    stage: str
+    status: CheckStatus
+
+
 @dataclass
 class Step:
     """One stage's record: what it saw, what it produced and decided, its LLM calls and time."""
@@ -73,6 +118,9 @@ class Step:
     # the passages the step's prompt held, when it framed any: {"seen": [ids in order],
     # "cut": {id: the text kept of a passage cut to fit}}
     evidence: dict[str, Any] = field(default_factory=dict)
+    # the conflicts this step met, and the checks it made (including those that found none)
+    conflicts: list[Conflict] = field(default_factory=list)
+    checks: list[ConflictCheck] = field(default_factory=list)
 
     def record_llm(self, purpose: str, prompt_tokens: int, completion_tokens: int,
                    seconds: float, cached: bool = False) -> None:
@@ -106,6 +154,14 @@ class Trace:
         finally:
             step.seconds = time.perf_counter() - start
             self.steps.append(step)
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        return [c for s in self.steps for c in s.conflicts]
+
+    @property
+    def checks(self) -> list[ConflictCheck]:
+        return [c for s in self.steps for c in s.checks]
 
     @property
     def warnings(self) -> list[str]:
