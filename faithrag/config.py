@@ -160,12 +160,20 @@ class PipelineConfig(_Strict):
     """the re-ranker; unset: none"""
     verify: str | None = None
     """the verifier; unset: none"""
+    detect: str | None = None
+    """the conflict detector: reports the conflicts the evidence holds and changes nothing;
+    unset: none"""
+    on_conflict: Literal["resolve", "surface", "abstain"] = "resolve"
+    """what the answer does when a stage reports a conflict. resolve: the stages' own decision;
+    surface: give each reading with its sources; abstain: say the evidence conflicts and show
+    the sides"""
 
     def stages(self) -> list[tuple[str, str]]:
         """(kind, name) of each stage that runs, in pipeline order."""
         return [(kind, name) for kind, name in (("reranker", self.rerank),
                                                 ("generator", self.method),
-                                                ("verifier", self.verify)) if name is not None]
+                                                ("verifier", self.verify),
+                                                ("detector", self.detect)) if name is not None]
 
 
 class CSRAGConfig(_Strict):

@@ -41,15 +41,17 @@ if TYPE_CHECKING:
     from faithrag.llm.base import LLM
     from faithrag.retrieval.retriever import Retriever
 
-Kind = Literal["generator", "reranker", "verifier"]
-KINDS: tuple[Kind, ...] = ("generator", "reranker", "verifier")
+Kind = Literal["generator", "reranker", "verifier", "detector"]
+KINDS: tuple[Kind, ...] = ("generator", "reranker", "verifier", "detector")
 Factory = Callable[["LLM", "Config", "Retriever | None"], Any]
 
 # How each kind is named to users, and the configuration key / CLI flag that selects it.
-LABELS = {"generator": "method", "reranker": "re-ranker", "verifier": "verifier"}
+LABELS = {"generator": "method", "reranker": "re-ranker", "verifier": "verifier",
+          "detector": "conflict detector"}
 CONFIG_KEYS = {"generator": "pipeline.method", "reranker": "pipeline.rerank",
-               "verifier": "pipeline.verify"}
-FLAGS = {"generator": "--method", "reranker": "--rerank", "verifier": "--verify"}
+               "verifier": "pipeline.verify", "detector": "pipeline.detect"}
+FLAGS = {"generator": "--method", "reranker": "--rerank", "verifier": "--verify",
+         "detector": "--detect"}
 
 
 @dataclass(frozen=True)

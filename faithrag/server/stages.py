@@ -1,4 +1,4 @@
-"""The one place where the server reads which generators, re-rankers and verifiers exist: the
+"""The one place where the server reads which generators, re-rankers, verifiers and conflict detectors exist: the
 inspector's selectors, `/v1/methods`, `/v1/models` and the per-request name checks all use it."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ class Stages:
     methods: tuple[str, ...]
     rerankers: tuple[str, ...]
     verifiers: tuple[str, ...]
+    detectors: tuple[str, ...] = ()
 
 
 def registered_stages() -> Stages:
