@@ -13,8 +13,10 @@ greedy.
 Each record (one item x stage x backend, appended to --out/records.jsonl; re-running resumes):
 answer, option probabilities (stages that score options), parse status, LLM calls, prompt and
 completion tokens, seconds. The summary (printed, and --out/summary.json) gives per stage:
-items, answer agreement, the largest difference of an option probability, calls per item on
-each backend and the seconds ratio (sum over items, OpenAI / embedded).
+items both backends answered, answer agreement, the largest difference of an option
+probability, calls per item on each backend, the seconds ratio (sum over items, OpenAI /
+embedded), and how often each backend refused (the OpenAI backend refuses to score options it
+cannot score exactly, e.g. options of several tokens under the CSRAG bias).
 
     python benchmarks/bench_openai_parity.py --model default --limit 50 --out runs/parity
     python benchmarks/bench_openai_parity.py --summary-only --out runs/parity
@@ -37,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from faithrag import Pipeline
+from faithrag import FaithragError, Pipeline
 from faithrag.answers import normalize_answer
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
@@ -112,8 +114,13 @@ def item_choices(setting: HostileSetting, item: Any) -> list[str] | None:
 
 
 def run_stage(pipeline: Pipeline, question: Question) -> dict[str, Any]:
+    """The stage's answer and costs; a backend that refuses to score (FaithragError, e.g. options
+    of several tokens under a bias over HTTP) is recorded as `refused` with its message."""
     start = time.perf_counter()
-    result = pipeline.run(question)
+    try:
+        result = pipeline.run(question)
+    except FaithragError as exc:
+        return {"refused": exc.message, "seconds": round(time.perf_counter() - start, 3)}
     seconds = time.perf_counter() - start
     totals = result.trace.totals()
     probabilities = result.answer.meta.get("choice_probabilities")
@@ -195,6 +202,11 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  if s == stage and backend == "embedded" and (item, stage, "openai") in by_key]
         if not pairs:
             continue
+        refused = [sum("refused" in p[i] for p in pairs) for i in range(2)]
+        pairs = [(a, b) for a, b in pairs if "refused" not in a and "refused" not in b]
+        if not pairs:
+            rows.append({"stage": stage, "items": 0, "refused": refused})
+            continue
         agree = sum(normalize_answer(a["answer"]) == normalize_answer(b["answer"])
                     and a["choice_index"] == b["choice_index"] for a, b in pairs)
         gaps = [abs(x - y) for a, b in pairs if a["probabilities"] and b["probabilities"]
@@ -209,6 +221,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "seconds_per_item": [round(s / len(pairs), 2) for s in seconds],
             "seconds_ratio": round(seconds[1] / seconds[0], 3) if seconds[0] else None,
             "unreadable": [sum(p[i]["parse_status"] != "ok" for p in pairs) for i in range(2)],
+            "refused": refused,
         })
     return rows
 
@@ -218,9 +231,13 @@ def render(rows: list[dict[str, Any]]) -> str:
               "embedded / HTTP | s per item, embedded / HTTP | time ratio |"),
              "|---|---:|---:|---:|---|---|---:|"]
     for r in rows:
+        refused = f" (refused: {r['refused'][0]} / {r['refused'][1]})" if any(r["refused"]) else ""
+        if not r["items"]:
+            lines.append(f"| {r['stage']}{refused} | 0 | | | | | |")
+            continue
         gap = "—" if r["max_probability_gap"] is None else f"{r['max_probability_gap']:.4f}"
         lines.append(
-            f"| {r['stage']} | {r['items']} | {r['answers_agree']} / {r['items']} | {gap} | "
+            f"| {r['stage']}{refused} | {r['items']} | {r['answers_agree']} / {r['items']} | {gap} | "
             f"{r['calls_per_item'][0]} / {r['calls_per_item'][1]} | "
             f"{r['seconds_per_item'][0]} / {r['seconds_per_item'][1]} | {r['seconds_ratio']} |")
     return "\n".join(lines)
