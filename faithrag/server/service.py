@@ -1,5 +1,6 @@
 """What the HTTP API serves: one loaded model and retriever, pipelines built on first use per
-(method, rerank, verify, detect, on_conflict, k) and reused, and the lock that queues runs on an in-process model.
+(method, rerank, verify, detect, on_conflict, k) and reused, and the lock that queues runs on an
+in-process model.
 
     service = AskService(config, llm, retriever, Pipeline.from_parts)
     service.ask(AskBody(question="Who founded X?"), deadline=time.monotonic() + 60)
