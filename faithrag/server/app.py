@@ -3,8 +3,8 @@
 
     GET  /                     the inspector page
     GET  /health               {"status": "ok", "model": ..., "method": ...}
-    GET  /v1/methods           the registered methods, re-rankers and verifiers, and the defaults
-    POST /v1/ask               AskBody -> the result, trace included
+    GET  /v1/methods           the registered stages and conflict policies, and the defaults
+    POST /v1/ask               AskBody -> the result, conflict report and trace included
     GET  /v1/models            the OpenAI-style model list (one per method)
     POST /v1/chat/completions  the OpenAI-compatible facade (faithrag.server.chat_completions)
     GET  /docs, /openapi.json  the interactive reference and the schema
@@ -44,6 +44,7 @@ from faithrag.server.errors import JSONBody, RequestError, error_response, statu
 from faithrag.server.guard import GuardMiddleware
 from faithrag.server.service import AskService
 from faithrag.server.settings import ServerSettings
+from faithrag.types import Conflict, ConflictCheck
 
 log = logging.getLogger("faithrag.server")
 T = TypeVar("T")
@@ -64,6 +65,8 @@ class Defaults(BaseModel):
     method: str
     rerank: str | None
     verify: str | None
+    detect: str | None
+    on_conflict: str
     k: int
 
 
@@ -71,6 +74,8 @@ class MethodsInfo(BaseModel):
     methods: list[str]
     rerankers: list[str]
     verifiers: list[str]
+    detectors: list[str]
+    on_conflict: list[str]
     defaults: Defaults
     retrieval: bool
 
@@ -110,6 +115,8 @@ class AskResult(BaseModel):
     passages: list[PassageOut]
     removed: list[RemovedOut]
     evidence: EvidenceSummary
+    conflicts: list[Conflict]
+    conflict_checks: list[ConflictCheck]
     trace: dict[str, Any]
 
 
@@ -209,14 +216,18 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
 
     @api.get("/v1/methods", response_model=MethodsInfo)
     async def methods() -> JSONBody:
-        """The registered stages, this server's defaults, and whether it has an index."""
+        """The registered stages (methods, re-rankers, verifiers, conflict detectors), the
+        conflict policies, this server's defaults, and whether it has an index."""
         return JSONBody(service.methods())
 
     @api.post("/v1/ask", response_model=AskResult)
     async def ask(body: AskBody) -> JSONBody:
         """Answer a question through the pipeline. `passages` in the result are exactly the ones
         the generator saw; `evidence` says how many were dropped or cut, and why; `removed`
-        lists what a re-ranker took out, with its reason."""
+        lists what a re-ranker took out, with its reason; `conflicts` the disagreements the
+        stages met (each side with its answer, quote and passages, and what was done about
+        it), `conflict_checks` every check they made, including those that found nothing or
+        could not tell."""
         return JSONBody(await in_thread(lambda deadline: service.ask(body, deadline)))
 
     @api.get("/v1/models")
@@ -227,8 +238,9 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     @api.post("/v1/chat/completions")
     async def chat_completions(request: ChatCompletionRequest) -> Any:
         """OpenAI-compatible: the last user message is the question; `faithrag` (extension
-        field) carries passages, choices, rerank, verify and k; the reply's `faithrag` field
-        carries the `/v1/ask` result. `stream: true` sends server-sent events."""
+        field) carries passages, choices, rerank, verify, detect, on_conflict and k; the reply's
+        `faithrag` field carries the `/v1/ask` result, its conflict report included.
+        `stream: true` sends server-sent events."""
         body = to_ask_body(request, service.stages)
         completion = Completion(request.model)
         if not request.stream:

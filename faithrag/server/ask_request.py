@@ -8,15 +8,19 @@ and the server's limits, all before any model work is done.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from faithrag.config import PipelineConfig
 from faithrag.server.errors import RequestError
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages
 from faithrag.types import Passage, Question
 
 MAX_CHOICES = 26  # options are lettered A-Z in prompts
+# what an answer does about a conflict a stage reports (pipeline.on_conflict)
+ON_CONFLICT: tuple[str, ...] = get_args(PipelineConfig.model_fields["on_conflict"].annotation)
 
 
 class PassageIn(BaseModel):
@@ -31,8 +35,9 @@ class PassageIn(BaseModel):
 
 class AskBody(BaseModel):
     """A question, optionally with its options and its evidence. Left out, `method`, `rerank`,
-    `verify` and `k` take the server's defaults; `"rerank": null` or `"verify": null` switches
-    that stage off. Without `passages` the server retrieves `k` from its index."""
+    `verify`, `detect`, `on_conflict` and `k` take the server's defaults; `"rerank": null`,
+    `"verify": null` or `"detect": null` switches that stage off. Without `passages` the server
+    retrieves `k` from its index."""
 
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
         "question": "When did the Aldermoor Bridge open?", "choices": ["1887", "1901"],
@@ -44,6 +49,11 @@ class AskBody(BaseModel):
     method: str | None = None
     rerank: str | None = None
     verify: str | None = None
+    detect: str | None = Field(None, description="A conflict detector (GET /v1/methods lists "
+                               "them): reports the conflicts the evidence holds, changes nothing.")
+    on_conflict: str | None = Field(None, json_schema_extra={"enum": [*ON_CONFLICT, None]},
+                                    description="What the answer does when a stage reports a "
+                                    "conflict; left out or null: the server's default.")
     k: int | None = Field(None, ge=1)
 
 
@@ -55,6 +65,8 @@ class PipelineChoice:
     rerank: str | None
     verify: str | None
     k: int
+    detect: str | None = None
+    on_conflict: str = "resolve"
 
 
 @dataclass
@@ -67,6 +79,9 @@ class AskRequest:
 def _registered(field: str, value: str, names: tuple[str, ...], optional: bool) -> str:
     if value in names:
         return value
+    if not names:
+        raise RequestError(400, f"Unknown {field} {value!r}.",
+                           f"None is registered on this server: send \"{field}\": null.")
     raise RequestError(400, f"Unknown {field} {value!r}.",
                        f"Choose one of: {', '.join(names)}"
                        + (", or null for none." if optional else "."))
@@ -76,11 +91,15 @@ def pipeline_choice(body: AskBody, defaults: PipelineChoice, stages: Stages) -> 
     given = body.model_fields_set
     rerank = body.rerank if "rerank" in given else defaults.rerank
     verify = body.verify if "verify" in given else defaults.verify
+    detect = body.detect if "detect" in given else defaults.detect
     return PipelineChoice(
         method=_registered("method", body.method or defaults.method, stages.methods, False),
         rerank=None if rerank is None else _registered("rerank", rerank, stages.rerankers, True),
         verify=None if verify is None else _registered("verify", verify, stages.verifiers, True),
-        k=body.k or defaults.k)
+        k=body.k or defaults.k,
+        detect=None if detect is None else _registered("detect", detect, stages.detectors, True),
+        on_conflict=_registered("on_conflict", defaults.on_conflict if body.on_conflict is None
+                                else body.on_conflict, ON_CONFLICT, False))
 
 
 def _check_limits(body: AskBody, limits: Limits) -> None:

@@ -4,16 +4,17 @@ a faithrag result becomes a chat completion (or its stream of chunks).
 The last user message is the question; other messages are not read (the pipeline has its own
 prompts). The model name picks the method: `faithrag` runs the server's default pipeline,
 `faithrag/<method>` that method. The extension field `faithrag` may carry `passages`,
-`choices`, `rerank`, `verify` and `k` exactly as in `/v1/ask`; the completion carries the whole
-`/v1/ask` result (evidence, removed passages, trace) in its own `faithrag` field. Sampling
-settings (temperature, max_tokens, ...) are accepted and not applied: the configured pipeline
-decides them. With the official client:
+`choices`, `rerank`, `verify`, `detect`, `on_conflict` and `k` exactly as in `/v1/ask`; the
+completion carries the whole `/v1/ask` result (evidence, removed passages, conflict report,
+trace) in its own top-level `faithrag` field, which the official client keeps in `model_extra`
+(streamed: on the last chunk). Sampling settings (temperature, max_tokens, ...) are accepted and
+not applied: the configured pipeline decides them. With the official client:
 
     client = openai.OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="KEY or anything")
     reply = client.chat.completions.create(
         model="faithrag", messages=[{"role": "user", "content": "Who founded X?"}],
         extra_body={"faithrag": {"passages": [{"text": "X was founded by Y."}]}})
-    reply.choices[0].message.content, reply.model_extra["faithrag"]["removed"]
+    reply.choices[0].message.content, reply.model_extra["faithrag"]["conflicts"]
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class FaithragOptions(BaseModel):
     choices: list[str] | None = None
     rerank: str | None = None
     verify: str | None = None
+    detect: str | None = None
+    on_conflict: str | None = None
     k: int | None = Field(None, ge=1)
 
 

@@ -1,5 +1,6 @@
 """What the HTTP API serves: one loaded model and retriever, pipelines built on first use per
-(method, rerank, verify, k) and reused, and the lock that queues runs on an in-process model.
+(method, rerank, verify, detect, on_conflict, k) and reused, and the lock that queues runs on an
+in-process model.
 
     service = AskService(config, llm, retriever, Pipeline.from_parts)
     service.ask(AskBody(question="Who founded X?"), deadline=time.monotonic() + 60)
@@ -16,7 +17,7 @@ from faithrag.config import Config
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
-from faithrag.server.ask_request import AskBody, PipelineChoice, to_ask_request
+from faithrag.server.ask_request import ON_CONFLICT, AskBody, PipelineChoice, to_ask_request
 from faithrag.server.errors import RequestError
 from faithrag.server.evidence import generator_view
 from faithrag.server.settings import Limits
@@ -38,8 +39,9 @@ class AskService:
         self.retriever = retriever
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
-        self.defaults = PipelineChoice(config.pipeline.method, config.pipeline.rerank,
-                                       config.pipeline.verify, config.retrieval.k)
+        p = config.pipeline
+        self.defaults = PipelineChoice(p.method, p.rerank, p.verify, config.retrieval.k,
+                                       p.detect, p.on_conflict)
         self._build_pipeline = build_pipeline
         self._pipelines: dict[PipelineChoice, Pipeline] = {}
         self._pipelines_lock = threading.Lock()
@@ -52,7 +54,8 @@ class AskService:
                 config = self.config.model_copy(update={
                     "pipeline": self.config.pipeline.model_copy(update={
                         "method": choice.method, "rerank": choice.rerank,
-                        "verify": choice.verify}),
+                        "verify": choice.verify, "detect": choice.detect,
+                        "on_conflict": choice.on_conflict}),
                     "retrieval": self.config.retrieval.model_copy(update={"k": choice.k}),
                 })
                 self._pipelines[choice] = self._build_pipeline(config, self.llm, self.retriever)
@@ -60,7 +63,8 @@ class AskService:
 
     def ask(self, body: AskBody, deadline: float | None = None) -> dict[str, Any]:
         """The pipeline's result for a request body, `passages` being exactly the ones the
-        generator saw and `evidence` saying how many were dropped or cut, and why. Raises
+        generator saw and `evidence` saying how many were dropped or cut, and why; `conflicts`
+        and `conflict_checks` are the stages' conflict report (Result.to_dict). Raises
         RequestError on a bad body, or (504) when the run cannot start before `deadline`
         (time.monotonic()) because others hold the model."""
         request = to_ask_request(body, self.defaults, self.stages, self.limits)
@@ -86,11 +90,14 @@ class AskService:
         return {"status": "ok", "model": self.llm.name, "method": self.defaults.method}
 
     def methods(self) -> dict[str, Any]:
-        """The registered stages, for the inspector's selectors, and this server's defaults."""
+        """The registered stages and conflict policies, for the inspector's selectors, and this
+        server's defaults."""
+        d = self.defaults
         return {
             "methods": list(self.stages.methods), "rerankers": list(self.stages.rerankers),
-            "verifiers": list(self.stages.verifiers),
-            "defaults": {"method": self.defaults.method, "rerank": self.defaults.rerank,
-                         "verify": self.defaults.verify, "k": self.defaults.k},
+            "verifiers": list(self.stages.verifiers), "detectors": list(self.stages.detectors),
+            "on_conflict": list(ON_CONFLICT),
+            "defaults": {"method": d.method, "rerank": d.rerank, "verify": d.verify,
+                         "detect": d.detect, "on_conflict": d.on_conflict, "k": d.k},
             "retrieval": self.retriever is not None,
         }

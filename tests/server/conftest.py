@@ -1,5 +1,5 @@
-"""A faithrag server (uvicorn) on a free port in a background thread, around the fake LLM, and a
-small urllib client for it."""
+"""A faithrag server (uvicorn) on a free port in a background thread, around the fake LLM, a
+small urllib client for it, and throwaway registered stages that report a conflict."""
 
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ from typing import Any
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
+from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.pipeline import Pipeline
 from faithrag.server import AskService, FaithragServer, Limits, ServerSettings, create_app
+from faithrag.types import Conflict, ConflictCheck, ConflictSide
+
+SIDES_RERANKER = "test_sides"  # the names the fixture conflict_stages registers
+SILENT_DETECTOR = "test_silent"
 
 
 @dataclass
@@ -73,3 +79,55 @@ def start_server():
     yield start
     for server in servers:
         server.stop()
+
+
+class FirstAgainstLast:
+    """A re-ranker that reports the first and the last passage as a passage-vs-passage conflict,
+    each side's answer being its passage's title, removes the last one, and records that it
+    could not tell whether the model's memory disagrees."""
+
+    name = SIDES_RERANKER
+
+    def rerank(self, question, passages, trace):
+        with trace.step("rerank", self.name) as step:
+            first, last = passages[0], passages[-1]
+            step.conflicts.append(Conflict(
+                "passage_vs_passage", self.name,
+                [ConflictSide(p.title, p.text, [p.id], "passage") for p in (first, last)],
+                "removed", 0.75, f"{last.id} contradicts {first.id}"))
+            step.checks += [ConflictCheck("passage_vs_passage", self.name, "conflict"),
+                            ConflictCheck("ambiguous", self.name, "no_conflict"),
+                            ConflictCheck("context_vs_memory", self.name, "could_not_tell")]
+            step.decision = f"removed {last.id}"
+            return RerankResult(passages[:-1], [RemovedPassage(last, f"contradicts {first.id}")])
+
+
+@pytest.fixture
+def conflict_stages():
+    """Registers the re-ranker `test_sides` (FirstAgainstLast) and a detector `test_silent`
+    (never built by these tests: it is there to be listed and chosen) for one test; start
+    servers after it."""
+    registry.register("reranker", SIDES_RERANKER)(lambda llm, config, retriever: FirstAgainstLast())
+    registry.register("detector", SILENT_DETECTOR)(lambda llm, config, retriever: None)
+    yield
+    registry.unregister("reranker", SIDES_RERANKER)
+    registry.unregister("detector", SILENT_DETECTOR)
+
+
+class RecordingBuild:
+    """A pipeline builder that records the configuration of each pipeline it builds and builds
+    `Pipeline.from_parts` of it without its detector (so a chosen test detector never runs)."""
+
+    def __init__(self):
+        self.configs: list[Config] = []
+
+    def __call__(self, config: Config, llm, retriever) -> Pipeline:
+        self.configs.append(config)
+        without_detector = config.model_copy(update={
+            "pipeline": config.pipeline.model_copy(update={"detect": None})})
+        return Pipeline.from_parts(without_detector, llm, retriever)
+
+
+@pytest.fixture
+def recording_build() -> RecordingBuild:
+    return RecordingBuild()

@@ -43,8 +43,46 @@ def test_methods_lists_the_registered_stages_and_the_defaults(start_server):
     assert body["methods"] == registry.names("generator") and "csrag" in body["methods"]
     assert body["rerankers"] == registry.names("reranker") and "crossval" in body["rerankers"]
     assert body["verifiers"] == registry.names("verifier") == ["antisyco"]
-    assert body["defaults"] == {"method": "vanilla", "rerank": None, "verify": None, "k": 3}
+    assert body["detectors"] == registry.names("detector")
+    assert body["on_conflict"] == ["resolve", "surface", "abstain"]
+    assert body["defaults"] == {"method": "vanilla", "rerank": None, "verify": None,
+                                "detect": None, "on_conflict": "resolve", "k": 3}
     assert body["retrieval"] is False
+
+
+def test_a_registered_detector_is_listed_and_can_be_chosen(start_server, conflict_stages,
+                                                           recording_build):
+    client = start_server(build=recording_build)
+    assert "test_silent" in client.get("/v1/methods").json()["detectors"]
+    reply = client.ask({"question": "Capital?", "passages": [{"text": CANBERRA}],
+                        "detect": "test_silent", "on_conflict": "surface"})
+    assert reply.status == 200
+    chosen = recording_build.configs[-1].pipeline
+    assert (chosen.detect, chosen.on_conflict) == ("test_silent", "surface")
+
+
+def test_the_answer_carries_the_conflicts_the_stages_met_and_their_checks(start_server,
+                                                                          conflict_stages):
+    client = start_server(llm=FakeLLM(default="Canberra"))
+    reply = client.ask({"question": "What is the capital of Australia?", "rerank": "test_sides",
+                        "passages": [{"title": "Canberra", "text": CANBERRA},
+                                     {"id": "rumour", "title": "Sydney",
+                                      "text": "Sydney is the capital of Australia."}]})
+    assert reply.status == 200
+    result = reply.json()
+    assert result["conflicts"] == [{
+        "kind": "passage_vs_passage", "stage": "test_sides", "action": "removed",
+        "confidence": 0.75, "note": "rumour contradicts p1",
+        "sides": [{"answer": "Canberra", "quote": CANBERRA, "passages": ["p1"],
+                   "source": "passage"},
+                  {"answer": "Sydney", "quote": "Sydney is the capital of Australia.",
+                   "passages": ["rumour"], "source": "passage"}]}]
+    assert [(c["kind"], c["status"]) for c in result["conflict_checks"]] == [
+        ("passage_vs_passage", "conflict"), ("ambiguous", "no_conflict"),
+        ("context_vs_memory", "could_not_tell")]
+    assert [r["id"] for r in result["removed"]] == ["rumour"]
+    quiet = client.ask({"question": "Capital?", "passages": [{"text": CANBERRA}]}).json()
+    assert (quiet["conflicts"], quiet["conflict_checks"]) == ([], [])
 
 
 def test_given_passages_are_answered_from_and_traced(start_server):
@@ -120,6 +158,8 @@ def test_null_switches_off_a_stage_the_server_runs_by_default(start_server):
     ("method", "nonsense", "closed_book, cot_json"),
     ("rerank", "shuffle", "bi_encoder, crossval"),
     ("verify", "trust_me", "antisyco, or null for none"),
+    ("detect", "everything", "null"),
+    ("on_conflict", "guess", "resolve, surface, abstain."),
 ])
 def test_unknown_stage_names_are_refused_naming_the_valid_ones(start_server, field, value,
                                                                 valid):
@@ -331,7 +371,18 @@ def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(st
     ask = schema["paths"]["/v1/ask"]["post"]
     assert ask["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/AskBody")
-    assert "evidence" in schema["components"]["schemas"]["AskResult"]["properties"]
+    schemas = schema["components"]["schemas"]
+    result = schemas["AskResult"]["properties"]
+    assert "evidence" in result
+    assert result["conflicts"]["items"]["$ref"].endswith("/Conflict")
+    assert result["conflict_checks"]["items"]["$ref"].endswith("/ConflictCheck")
+    assert schemas["Conflict"]["properties"]["sides"]["items"]["$ref"].endswith("/ConflictSide")
+    assert "ambiguous" in schemas["Conflict"]["properties"]["kind"]["enum"]
+    assert schemas["ConflictCheck"]["properties"]["status"]["enum"] == [
+        "conflict", "no_conflict", "could_not_tell"]
+    assert set(schemas["ConflictSide"]["properties"]) == {"answer", "quote", "passages",
+                                                          "source"}
+    assert "detectors" in schemas["MethodsInfo"]["properties"]
     page = client.get("/docs").body.decode()
     assets = ["/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css",
               "/docs/static/favicon.png"]

@@ -3,6 +3,8 @@ the registered stages and the limits, before any work."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pydantic import ValidationError
 
@@ -11,11 +13,13 @@ from faithrag.server.errors import RequestError
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
 
-DEFAULTS = PipelineChoice("cot_json", "crossval", "antisyco", 4)
+DEFAULTS = PipelineChoice("cot_json", "crossval", "antisyco", 4, detect="watch",
+                          on_conflict="surface")
 STAGES = registered_stages()
+DETECTING = replace(STAGES, detectors=("watch", "wide"))
 
 
-def parse(body: dict, limits: Limits | None = None, stages: Stages = STAGES):
+def parse(body: dict, limits: Limits | None = None, stages: Stages = DETECTING):
     return to_ask_request(AskBody.model_validate(body), DEFAULTS, stages, limits or Limits())
 
 
@@ -28,8 +32,9 @@ def test_left_out_fields_take_the_defaults_and_passages_mean_no_retrieval():
 
 def test_given_fields_override_and_null_switches_a_stage_off():
     request = parse({"question": "q?", "method": "csrag", "rerank": None, "verify": None,
-                     "k": 9, "choices": ["A", "B"]})
-    assert request.choice == PipelineChoice("csrag", None, None, 9)
+                     "detect": None, "on_conflict": "abstain", "k": 9, "choices": ["A", "B"]},
+                    stages=STAGES)
+    assert request.choice == PipelineChoice("csrag", None, None, 9, None, "abstain")
     assert request.question.choices == ["A", "B"]
 
 
@@ -47,11 +52,38 @@ def test_an_empty_passage_list_is_kept_as_no_evidence():
 
 def test_stage_names_are_checked_against_the_given_registry():
     stages = Stages(methods=("vanilla",), rerankers=("mine",), verifiers=())
-    assert parse({"question": "q?", "method": "vanilla", "rerank": "mine", "verify": None},
-                 stages=stages).choice == PipelineChoice("vanilla", "mine", None, 4)
+    assert parse({"question": "q?", "method": "vanilla", "rerank": "mine", "verify": None,
+                  "detect": None}, stages=stages).choice == PipelineChoice(
+        "vanilla", "mine", None, 4, None, "surface")
     with pytest.raises(RequestError, match="Unknown method 'csrag'") as refused:
         parse({"question": "q?", "method": "csrag"}, stages=stages)
     assert refused.value.hint == "Choose one of: vanilla."
+
+
+def test_a_detector_is_chosen_by_name_and_null_or_a_left_out_policy_is_the_default():
+    chosen = parse({"question": "q?", "detect": "wide", "on_conflict": None}).choice
+    assert (chosen.detect, chosen.on_conflict) == ("wide", "surface")
+    assert parse({"question": "q?", "on_conflict": "resolve"}).choice.on_conflict == "resolve"
+
+
+@pytest.mark.parametrize("field, value, hint", [
+    ("detect", "watchful", "Choose one of: watch, wide, or null for none."),
+    ("on_conflict", "ignore", "Choose one of: resolve, surface, abstain."),
+    ("on_conflict", "", "Choose one of: resolve, surface, abstain."),
+])
+def test_an_unknown_detector_or_policy_is_a_400_naming_the_valid_ones(field, value, hint):
+    with pytest.raises(RequestError) as refused:
+        parse({"question": "q?", field: value})
+    assert (refused.value.status, refused.value.message, refused.value.hint) == (
+        400, f"Unknown {field} {value!r}.", hint)
+
+
+def test_a_detector_on_a_server_that_has_none_is_refused_saying_so():
+    none = Stages(methods=("vanilla",), rerankers=(), verifiers=())
+    with pytest.raises(RequestError) as refused:
+        parse({"question": "q?", "method": "vanilla", "rerank": None, "verify": None,
+               "detect": "watch"}, stages=none)
+    assert refused.value.hint == 'None is registered on this server: send "detect": null.'
 
 
 @pytest.mark.parametrize("body, message, flag", [
@@ -81,5 +113,6 @@ def test_ill_typed_bodies_are_refused_by_the_model(body):
 def test_the_schema_documents_every_field():
     schema = AskBody.model_json_schema()
     assert set(schema["properties"]) == {"question", "choices", "passages", "method", "rerank",
-                                         "verify", "k"}
+                                         "verify", "detect", "on_conflict", "k"}
+    assert schema["properties"]["on_conflict"]["enum"] == ["resolve", "surface", "abstain", None]
     assert schema["required"] == ["question"] and schema["additionalProperties"] is False

@@ -87,6 +87,29 @@ def test_streaming_sends_the_answer_then_the_trace_and_removed_passages(start_se
     assert chunks[-1].usage.total_tokens > 0
 
 
+def test_the_official_client_reads_the_conflict_report_plain_and_streamed(start_server,
+                                                                          conflict_stages,
+                                                                          recording_build):
+    server = start_server(llm=FakeLLM(default="Canberra"), build=recording_build)
+    request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}],
+               "extra_body": {"faithrag": {
+                   "rerank": "test_sides", "detect": "test_silent", "on_conflict": "resolve",
+                   "passages": [{"title": "Canberra", "text": CANBERRA},
+                                {"title": "Sydney", "text": "Sydney is the capital."}]}}}
+    client = client_for(server)
+    reply = client.chat.completions.create(**request)
+    (conflict,) = reply.model_extra["faithrag"]["conflicts"]
+    assert [(side["answer"], side["passages"]) for side in conflict["sides"]] == [
+        ("Canberra", ["p1"]), ("Sydney", ["p2"])]
+    assert conflict["action"] == "removed"
+    assert [c["status"] for c in reply.model_extra["faithrag"]["conflict_checks"]] == [
+        "conflict", "no_conflict", "could_not_tell"]
+    chunks = list(client.chat.completions.create(stream=True, **request))
+    assert chunks[-1].model_extra["faithrag"]["conflicts"] == [conflict]
+    assert (recording_build.configs[-1].pipeline.detect,
+            recording_build.configs[-1].pipeline.on_conflict) == ("test_silent", "resolve")
+
+
 def test_a_failure_after_the_stream_started_is_raised_by_the_client(start_server):
     def fail(request):
         raise RuntimeError("the model fell over")
@@ -102,6 +125,7 @@ def test_a_failure_after_the_stream_started_is_raised_by_the_client(start_server
     ({"n": 2}, "n=2 is not supported"),
     ({"messages": [{"role": "system", "content": "Be brief."}]}, "no user message"),
     ({"extra_body": {"faithrag": {"rerank": "shuffle"}}}, "Unknown rerank 'shuffle'"),
+    ({"extra_body": {"faithrag": {"on_conflict": "guess"}}}, "Unknown on_conflict 'guess'"),
     ({"extra_body": {"faithrag": {"passages": "text"}}}, "'faithrag.passages'"),
 ])
 def test_bad_requests_are_a_400_the_client_raises(start_server, kwargs, message):

@@ -1,10 +1,11 @@
-"""Pipelines are built once per (method, rerank, verify, k) and shared by the requests that
-choose them; a bad default fails when the service starts."""
+"""Pipelines are built once per (method, rerank, verify, detect, on_conflict, k) and shared by
+the requests that choose them; a bad default fails when the service starts."""
 
 from __future__ import annotations
 
 import pytest
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
@@ -53,6 +54,23 @@ def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
                      ("vanilla", "listwise", 5)]
     assert all(llm is svc.llm for llm in llms) and len(llms) == 4
     assert svc.pipeline(PipelineChoice("vanilla", "listwise", None, 5)).reranker is not None
+
+
+def test_the_detector_and_the_conflict_policy_are_part_of_the_choice(conflict_stages,
+                                                                     recording_build):
+    config = Config.load(overrides={"llm.backend": "fake", "pipeline.on_conflict": "abstain"})
+    svc = AskService(config, FakeLLM(default="Canberra"), None, recording_build)
+    asked = [{"detect": "test_silent"}, {"detect": "test_silent", "on_conflict": "surface"},
+             {"detect": "test_silent"}, {"on_conflict": "abstain"}, {"on_conflict": "resolve"}]
+    for fields in asked:
+        svc.ask(body({"question": "q?", "passages": [{"text": "t"}], **fields}))
+    built = [(c.pipeline.detect, c.pipeline.on_conflict) for c in recording_build.configs]
+    assert built == [(None, "abstain"), ("test_silent", "abstain"), ("test_silent", "surface"),
+                     (None, "resolve")]
+    detectors = svc.methods()["detectors"]
+    assert detectors == registry.names("detector") and "test_silent" in detectors
+    assert svc.methods()["on_conflict"] == ["resolve", "surface", "abstain"]
+    assert svc.methods()["defaults"]["on_conflict"] == "abstain"
 
 
 def test_a_bad_default_fails_when_the_service_starts():
