@@ -27,7 +27,12 @@ def neutralise_tags(text: str) -> str:
 
 def frame(tag: str, text: str, **attributes: str) -> str:
     """`<tag a="v">`, `text` neutralised, `</tag>`, on three lines; empty attributes are left
-    out and attribute values are neutralised too."""
-    attrs = "".join(f' {name}="{neutralise_tags(value)}"'
+    out, and attribute values are neutralised too, with `"` escaped as `&quot;` and line breaks
+    as spaces, so a value (a retrieved title) cannot close its attribute or its tag."""
+    attrs = "".join(f' {name}="{_attribute(value)}"'
                     for name, value in attributes.items() if value)
     return f"<{tag}{attrs}>\n{neutralise_tags(text)}\n</{tag}>"
+
+
+def _attribute(value: str) -> str:
+    return neutralise_tags(" ".join(value.splitlines())).replace('"', "&quot;")
