@@ -188,8 +188,9 @@ def run(llms: dict[str, LLM], cases: list[Case], retriever: Retriever, kb: str,
                               **run_stage(pipelines[stage, backend], question)}
                     sink.write(json.dumps(record) + "\n")
                     sink.flush()
+                    shown = record.get("answer", f"refused: {record.get('refused')}")
                     progress(f"item {number + 1}/{len(cases)} {stage:18s} {backend:8s} "
-                             f"{record['seconds']:7.1f} s  {record['answer'][:40]!r}")
+                             f"{record['seconds']:7.1f} s  {shown[:60]!r}")
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
