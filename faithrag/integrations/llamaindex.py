@@ -171,14 +171,19 @@ class FaithragVerifier(BaseComponent):
                nodes: Sequence[NodeWithScore] | None = None) -> Response:
         """The verified answer to `query`. `nodes` default to the response's source nodes
         (none for a string draft); `response.metadata` is kept, with the record added under
-        "faithrag"."""
+        "faithrag". A `StreamingResponse` is read to its end first; any other response type
+        (a `PydanticResponse`) raises InputError."""
         if isinstance(response, StreamingResponse):
             response = response.get_response()
         if isinstance(response, str):
             draft, metadata = response, {}
-        else:
+        elif isinstance(response, Response):
             draft, metadata = response.response or "", dict(response.metadata or {})
             nodes = response.source_nodes if nodes is None else nodes
+        else:
+            raise InputError(f"The draft must be a Response or a string, not a "
+                             f"{type(response).__name__}.",
+                             "Pass the answer text: verify(query, text, nodes=...).")
         nodes = list(nodes or [])
         question = query.query_str if isinstance(query, QueryBundle) else query
         result = self._pipeline.verify(question, to_passages(nodes)[0], draft)
@@ -210,9 +215,11 @@ def to_passages(nodes: Sequence[NodeWithScore]) -> tuple[list[Passage], dict[str
     passages, by_id = [], {}
     for position, scored in enumerate(nodes, 1):
         node = scored.node
-        passage_id = node.node_id or f"node-{position}"
-        if passage_id in by_id:
-            passage_id = f"{passage_id}#{position}"
+        base = node.node_id or f"node-{position}"
+        passage_id, copy_number = base, 1
+        while passage_id in by_id:
+            copy_number += 1
+            passage_id = f"{base}#{copy_number}"
         by_id[passage_id] = scored
         passages.append(Passage(id=passage_id, text=node.get_content(MetadataMode.NONE) or "",
                                 title=first_value(node.metadata, TITLE_KEYS),
@@ -223,7 +230,8 @@ def to_passages(nodes: Sequence[NodeWithScore]) -> tuple[list[Passage], dict[str
 
 def first_value(metadata: Mapping[str, Any], keys: Sequence[str]) -> str:
     """The first of `keys` set in `metadata`, as text ("" when none is)."""
-    return next((str(metadata[key]) for key in keys if metadata.get(key) not in (None, "")), "")
+    texts = (str(metadata[key]) for key in keys if metadata.get(key) is not None)
+    return next((text for text in texts if text), "")
 
 
 def annotate(result: Result, by_id: Mapping[str, NodeWithScore]) -> list[NodeWithScore]:

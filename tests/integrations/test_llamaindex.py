@@ -15,10 +15,14 @@ import pytest
 pytest.importorskip("llama_index.core", reason="pip install 'faithrag[llamaindex]'")
 
 from llama_index.core import MockEmbedding, Settings, SimpleKeywordTableIndex
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import (
+    PydanticResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 import faithrag.llm
 from faithrag import Config, LLMConfig, load_llm
@@ -148,9 +152,10 @@ def test_nodes_without_text_shared_ids_and_odd_metadata_types_are_passages():
     nodes = scored([TextNode(id_="a", text="The Aldermoor Bridge opened in 1887.",
                              metadata={"title": 1887, "file_path": Path("/d/a.txt")}),
                     TextNode(id_="a", text="", metadata={"title": None, "url": 42}),
-                    TextNode(id_="", text="Built of stone.")])
+                    TextNode(id_="a", text="Its piers are granite."),
+                    TextNode(id_="", text="Built of stone.", metadata={"title": ""})])
     kept = FaithragCrossValPostprocessor(llm=llm).postprocess_nodes(nodes, query_str=QUESTION)
-    assert [n.node.node_id for n in kept] == ["a", "a", ""]
+    assert [n.node.node_id for n in kept] == ["a", "a", "a", ""]
     assert [n.node.get_content() for n in kept] == [n.node.get_content() for n in nodes]
     prompt = llm.calls[0].messages[-1].content
     assert '<passage id="1" title="1887">' in prompt
@@ -244,6 +249,19 @@ def test_verifier_refuses_an_empty_draft_before_any_model_call(trusted):
     with pytest.raises(InputError, match="draft answer is empty"):
         verifier.verify(QUESTION, Response(None, source_nodes=scored(bridge_nodes())))
     assert not llm.calls
+
+
+def test_verifier_reads_a_streamed_response_and_refuses_other_kinds(trusted):
+    nodes = scored(bridge_nodes()[:2])
+    streamed = StreamingResponse(response_gen=iter(["The bridge opened ", "in 1921."]),
+                                 source_nodes=nodes)
+    verifier = FaithragVerifier(llm=scripted(), kb=trusted)
+    verified = verifier.verify(QueryBundle(QUESTION), streamed)
+    assert verified.metadata["faithrag"]["draft"] == "The bridge opened in 1921."
+    assert verified.metadata["faithrag"]["decision"] == "REPAIR" and verified.source_nodes == nodes
+    with pytest.raises(InputError, match="not a PydanticResponse") as error:
+        verifier.verify(QUESTION, PydanticResponse(TextNode(text="1921")))
+    assert "verify(query, text, nodes=...)" in error.value.hint
 
 
 def test_verifier_after_a_query_engine_that_writes_no_text_takes_the_draft_apart(trusted):
