@@ -96,3 +96,41 @@ def test_core_install_asks_an_openai_server_and_reports_it_absent(core_venv, tmp
     first_line = asked.stderr.splitlines()[0]  # the error; the line after it is the hint
     assert first_line.startswith("faithrag: error:") and "did not answer" in first_line, asked.stderr
     assert "Traceback" not in asked.stderr, asked.stderr
+
+
+def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(core_venv,
+                                                                                tmp_path):
+    """faithrag[llamaindex], the same wheel in a fresh venv, runs the example of
+    docs/integrations/llamaindex.md on the fake backend (LlamaIndex's own MockLLM and
+    MockEmbedding as the user's models); the core install holds no llama-index-core."""
+    listed = _pip(core_venv / "python", "list", "--format=json")
+    assert "llama-index-core" not in {d["name"].lower().replace("_", "-")
+                                      for d in json.loads(listed.stdout)}
+    (wheel,) = (core_venv.parents[1] / "dist").glob("faithrag-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
+                     f"{wheel}[llamaindex]")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    doc = (ROOT / "docs" / "integrations" / "llamaindex.md").read_text(encoding="utf-8")
+    (tmp_path / "example.py").write_text(doc.split("```python\n", 1)[1].split("```", 1)[0])
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tower.txt").write_text("The Eiffel Tower was completed in 1889.")
+    (tmp_path / "docs" / "blog.txt").write_text("A blog says the Eiffel Tower was completed in 1925.")
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
+    (tmp_path / "run_example.py").write_text(
+        "import faithrag.llm\n"
+        "from faithrag.llm.fake import FakeLLM\n"
+        "from llama_index.core import MockEmbedding, Settings\n"
+        "from llama_index.core.llms import MockLLM\n"
+        "Settings.llm, Settings.embed_model = MockLLM(max_tokens=3), MockEmbedding(embed_dim=8)\n"
+        "faithrag.llm.load_llm = lambda config: FakeLLM(default='ANSWER: 1889')\n"
+        "exec(open('example.py').read())\n")
+    ran = subprocess.run([str(venv / "bin" / "python"), "run_example.py"], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path, check=False)
+    assert ran.returncode == 0, ran.stderr
+    answer_and_decision, *ranked, removed = ran.stdout.splitlines()
+    assert answer_and_decision.split()[-1] in ("PASS", "REPAIR", "FALLBACK"), ran.stdout
+    assert sorted(line.split()[1] for line in ranked) == ["blog.txt", "tower.txt"]
+    assert removed == "[]"  # two passages: no third to cross-check a conflict against

@@ -1,0 +1,335 @@
+"""The LlamaIndex adapter against the real llama-index-core: control flow on the scripted
+FakeLLM, and the tiny model inside a LlamaIndex query engine (marker `model`)."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_index.core", reason="pip install 'faithrag[llamaindex]'")
+
+from llama_index.core import MockEmbedding, Settings, SimpleKeywordTableIndex
+from llama_index.core.base.response.schema import (
+    PydanticResponse,
+    Response,
+    StreamingResponse,
+)
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+import faithrag.llm
+from faithrag import Config, LLMConfig, load_llm
+from faithrag.errors import ConfigError, InputError, MissingExtraError
+from faithrag.integrations.llamaindex import (
+    FaithragCrossValPostprocessor,
+    FaithragVerifier,
+)
+from faithrag.llm.fake import FakeLLM
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "llamaindex.md"
+MARKER = "<!-- example: tests/integrations/test_llamaindex.py runs this block as written -->"
+PASSAGE = re.compile(r'<passage id="(\w+)"[^>]*>\n(.*?)\n</passage>', re.DOTALL)
+YEAR = re.compile(r"1\d{3}")
+QUESTION = "When did the Aldermoor Bridge open?"
+
+
+def year(text: str) -> str:
+    found = YEAR.search(text)
+    return found.group(0) if found else ""
+
+
+def crossval_reply(request) -> str | None:
+    """Detection names the first two shown passages that give different years; the verdict
+    calls false the side fewer other passages agree with; ranking keeps the shown order."""
+    shown = PASSAGE.findall(request.messages[-1].content)
+    if request.purpose == "detect_conflict":
+        dated = [(i, year(t)) for i, t in shown if year(t)]
+        pair = next(((a, b) for a, ya in dated for b, yb in dated if ya != yb), None)
+        return f"Conflict: [{pair[0]}] [{pair[1]}]" if pair else "Conflict: None"
+    if request.purpose == "cross_validate":
+        years = {i: year(t) for i, t in shown}
+        support = {side: sum(years[side] == y for i, y in years.items() if i not in "AB")
+                   for side in "AB"}
+        false = min("AB", key=support.get)
+        return f"Reason: {false} disagrees with the others.\nFalse passage: {false}"
+    if request.purpose == "rank":
+        return " > ".join(f"[{i}]" for i, _ in shown)
+    return None
+
+
+VERIFY_REPLIES = {"relevance": "RELEVANCE: RELEVANT", "support": "SUPPORT: PARTIAL",
+                  "claims": "- The Aldermoor Bridge opened then.", "contradiction": "ANSWER: 1887",
+                  "repair": "1887", "fallback": "1887"}
+
+
+def scripted() -> FakeLLM:
+    """Both stages' replies: crossval by content, the verifier's by purpose (the trusted
+    knowledge base says 1887)."""
+    return FakeLLM(lambda request: crossval_reply(request) or VERIFY_REPLIES[request.purpose])
+
+
+def bridge_nodes() -> list[TextNode]:
+    return [TextNode(id_="history", text="The Aldermoor Bridge opened in 1887.",
+                     metadata={"title": "Aldermoor history", "year": 1887}),
+            TextNode(id_="blog", text="The Aldermoor Bridge opened in 1921, says a blog."),
+            TextNode(id_="survey", text="The Aldermoor Bridge has carried traffic since 1887."),
+            TextNode(id_="walk", text="Walkers cross the Aldermoor Bridge, opened 1887.")]
+
+
+def scored(nodes) -> list[NodeWithScore]:
+    return [NodeWithScore(node=n, score=1.0 - i / 10) for i, n in enumerate(nodes)]
+
+
+@pytest.fixture(autouse=True)
+def no_openai(monkeypatch):
+    """LlamaIndex's own LLM and embedding are its offline mocks, never a default OpenAI."""
+    monkeypatch.setattr(Settings, "_llm", MockLLM(max_tokens=3))
+    monkeypatch.setattr(Settings, "_embed_model", MockEmbedding(embed_dim=8))
+
+
+@pytest.fixture
+def trusted(tmp_path) -> Path:
+    kb = tmp_path / "trusted"
+    kb.mkdir()
+    (kb / "bridges.txt").write_text("The Aldermoor Bridge opened to traffic in 1887.")
+    return kb
+
+
+# ----------------------------------------------------------------- the post-processor
+
+def test_postprocessor_drops_the_false_side_and_records_why_on_the_kept_nodes():
+    nodes = scored(bridge_nodes())
+    kept = FaithragCrossValPostprocessor(llm=scripted()).postprocess_nodes(
+        nodes, query_str=QUESTION)
+    assert [n.node.node_id for n in kept] == ["history", "survey", "walk"]
+    assert [n.node.metadata["faithrag_rank"] for n in kept] == [1, 2, 3]
+    assert [n.score for n in kept] == [1.0, 0.8, 0.7]  # the retrieval scores
+    for node in kept:
+        (removed,) = node.node.metadata["faithrag_removed"]
+        assert removed["node_id"] == "blog"
+        assert removed["reason"].startswith("conflicts with history")
+        assert node.node.metadata["faithrag_conflicts"] == []
+    first = kept[0].node
+    assert first.metadata["title"] == "Aldermoor history" and first.metadata["year"] == 1887
+    assert first.get_content() == "The Aldermoor Bridge opened in 1887."
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):  # never shown to a model
+        assert "faithrag" not in first.get_content(metadata_mode=mode)
+        assert "Aldermoor history" in first.get_content(metadata_mode=mode)
+    assert "faithrag_rank" not in nodes[0].node.metadata  # the retrieved nodes are untouched
+
+
+def test_postprocessor_in_a_query_engine_over_a_keyword_index():
+    llm = scripted()
+    index = SimpleKeywordTableIndex(nodes=bridge_nodes())
+    engine = index.as_query_engine(node_postprocessors=[FaithragCrossValPostprocessor(llm=llm)])
+    response = engine.query(QUESTION)
+    kept = [n.node.node_id for n in response.source_nodes]
+    assert sorted(kept) == ["history", "survey", "walk"]
+    assert response.metadata["history"]["faithrag_removed"][0]["node_id"] == "blog"
+    assert any(request.purpose == "cross_validate" for request in llm.calls)
+
+
+def test_no_nodes_need_no_model_and_a_missing_query_is_refused():
+    llm = scripted()
+    reranker = FaithragCrossValPostprocessor(llm=llm)
+    assert reranker.postprocess_nodes([], query_str=QUESTION) == []
+    assert not llm.calls
+    with pytest.raises(InputError, match="needs the query") as error:
+        reranker.postprocess_nodes(scored(bridge_nodes()))
+    assert "query_str=" in error.value.hint
+    assert not llm.calls
+
+
+def test_nodes_without_text_shared_ids_and_odd_metadata_types_are_passages():
+    llm = scripted()
+    nodes = scored([TextNode(id_="a", text="The Aldermoor Bridge opened in 1887.",
+                             metadata={"title": 1887, "file_path": Path("/d/a.txt")}),
+                    TextNode(id_="a", text="", metadata={"title": None, "url": 42}),
+                    TextNode(id_="a", text="Its piers are granite."),
+                    TextNode(id_="", text="Built of stone.", metadata={"title": ""})])
+    kept = FaithragCrossValPostprocessor(llm=llm).postprocess_nodes(nodes, query_str=QUESTION)
+    assert [n.node.node_id for n in kept] == ["a", "a", "a", ""]
+    assert [n.node.get_content() for n in kept] == [n.node.get_content() for n in nodes]
+    prompt = llm.calls[0].messages[-1].content
+    assert '<passage id="1" title="1887">' in prompt
+    assert '<passage id="2">\n\n</passage>' in prompt  # the node without text, empty
+
+
+def test_postprocessor_runs_async_as_llamaindex_postprocessors_do():
+    kept = asyncio.run(FaithragCrossValPostprocessor(llm=scripted()).apostprocess_nodes(
+        scored(bridge_nodes()), query_str=QUESTION))
+    assert [n.node.node_id for n in kept] == ["history", "survey", "walk"]
+
+
+def test_serialisation_keeps_the_configuration_and_never_the_key():
+    reranker = FaithragCrossValPostprocessor(llm=FakeLLM(), backend="openai",
+                                             base_url="http://127.0.0.1:9/v1", model="m",
+                                             llm__api_key="secret", rerank__max_rounds=1)
+    data = reranker.to_dict()
+    assert data["class_name"] == "FaithragCrossValPostprocessor"
+    assert "secret" not in reranker.to_json()
+    assert data["config"]["llm"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert data["config"]["pipeline"]["rerank"] == "crossval"
+    again = FaithragCrossValPostprocessor.from_dict(data, llm=scripted())
+    assert again.config == reranker.config and again.config["rerank"]["max_rounds"] == 1
+    kept = again.postprocess_nodes(scored(bridge_nodes()), query_str=QUESTION)
+    assert len(kept) == 3
+
+
+def test_components_force_their_own_stage_whatever_the_configuration_says(tmp_path, trusted):
+    toml = tmp_path / "faithrag.toml"
+    toml.write_text(f'[pipeline]\nrerank = "listwise"\nverify = "antisyco"\n\n'
+                    f'[antisyco]\nkb = "{trusted}"\n')
+    reranker = FaithragCrossValPostprocessor(toml, llm=FakeLLM())
+    assert reranker.config["pipeline"] == {**reranker.config["pipeline"], "rerank": "crossval",
+                                           "verify": None}
+    verifier = FaithragVerifier(Config.load(toml), llm=FakeLLM())
+    assert verifier.config["pipeline"]["rerank"] is None
+    assert verifier.config["antisyco"]["kb"] == str(trusted)
+
+
+def test_bad_settings_are_refused_before_a_model_loads(monkeypatch):
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: pytest.fail("model loaded"))
+    with pytest.raises(ConfigError, match="max_rounds"):
+        FaithragCrossValPostprocessor(backend="openai", rerank__max_rounds=-1)
+    with pytest.raises(ConfigError, match="kb"):
+        FaithragVerifier(backend="openai")
+
+
+def test_a_missing_extra_names_the_pip_command(monkeypatch):
+    for name in [m for m in sys.modules if m.split(".")[0] == "llama_index"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "faithrag.integrations.llamaindex")
+    with pytest.raises(MissingExtraError, match="LlamaIndex adapter") as error:
+        importlib.import_module("faithrag.integrations.llamaindex")
+    assert error.value.hint == "pip install 'faithrag[llamaindex]'"
+
+
+# ----------------------------------------------------------------- the verifier
+
+def test_verifier_repairs_a_response_and_records_its_decision(trusted):
+    nodes = scored(bridge_nodes()[:2])
+    draft = Response("The bridge opened in 1921.", source_nodes=nodes,
+                     metadata={"history": {"title": "Aldermoor history"}})
+    llm = scripted()
+    verified = FaithragVerifier(llm=llm, kb=trusted).verify(QUESTION, draft)
+    assert isinstance(verified, Response) and verified is not draft
+    assert verified.response == "1887"
+    record = verified.metadata["faithrag"]
+    assert record["decision"] == "REPAIR" and record["draft"] == "The bridge opened in 1921."
+    assert any("contradicted by the trusted knowledge base" in r for r in record["reasons"])
+    assert record["conflicts"] == []
+    assert verified.metadata["history"] == {"title": "Aldermoor history"}
+    assert verified.source_nodes == nodes
+    relevance = next(c for c in llm.calls if c.purpose == "relevance").messages[-1].content
+    assert "opened in 1921, says a blog" in relevance  # the response's nodes are the evidence
+    assert draft.response == "The bridge opened in 1921."
+
+
+def test_verifier_takes_a_string_draft_with_its_nodes_and_keeps_a_supported_one(trusted):
+    llm = FakeLLM(lambda request: {**VERIFY_REPLIES, "contradiction": "ANSWER: 1887"}[
+        request.purpose])
+    nodes = scored(bridge_nodes()[:1])
+    verified = FaithragVerifier(llm=llm, kb=trusted).verify(QUESTION, "1887", nodes=nodes)
+    assert verified.response == "1887"
+    assert verified.metadata["faithrag"]["decision"] == "PASS"
+    assert verified.source_nodes == nodes
+
+
+def test_verifier_refuses_an_empty_draft_before_any_model_call(trusted):
+    llm = scripted()
+    verifier = FaithragVerifier(llm=llm, kb=trusted)
+    with pytest.raises(InputError, match="draft answer is empty"):
+        verifier.verify(QUESTION, Response(None, source_nodes=scored(bridge_nodes())))
+    assert not llm.calls
+
+
+def test_verifier_reads_a_streamed_response_and_refuses_other_kinds(trusted):
+    nodes = scored(bridge_nodes()[:2])
+    streamed = StreamingResponse(response_gen=iter(["The bridge opened ", "in 1921."]),
+                                 source_nodes=nodes)
+    verifier = FaithragVerifier(llm=scripted(), kb=trusted)
+    verified = verifier.verify(QueryBundle(QUESTION), streamed)
+    assert verified.metadata["faithrag"]["draft"] == "The bridge opened in 1921."
+    assert verified.metadata["faithrag"]["decision"] == "REPAIR" and verified.source_nodes == nodes
+    with pytest.raises(InputError, match="not a PydanticResponse") as error:
+        verifier.verify(QUESTION, PydanticResponse(TextNode(text="1921")))
+    assert "verify(query, text, nodes=...)" in error.value.hint
+
+
+def test_verifier_after_a_query_engine_that_writes_no_text_takes_the_draft_apart(trusted):
+    index = SimpleKeywordTableIndex(nodes=bridge_nodes())
+    engine = RetrieverQueryEngine.from_args(index.as_retriever(), response_mode="no_text")
+    retrieved = engine.query(QUESTION)
+    verified = FaithragVerifier(llm=scripted(), kb=trusted).verify(
+        QUESTION, "The bridge opened in 1921.", nodes=retrieved.source_nodes)
+    assert verified.metadata["faithrag"]["decision"] == "REPAIR"
+    assert len(verified.source_nodes) == 4
+
+
+# ----------------------------------------------------------------- the documented example
+
+def example() -> str:
+    block = re.search(re.escape(MARKER) + r"\s*```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert block, "docs/integrations/llamaindex.md lost its example block"
+    return block.group(1)
+
+
+def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    (tmp_path / "docs").mkdir()
+    for name, text in {"tower.txt": "The Eiffel Tower was completed in 1889 for the fair.",
+                       "blog.txt": "A travel blog says the Eiffel Tower was completed in 1925.",
+                       "guide.txt": "The Eiffel Tower, completed in 1889, is 330 m tall."}.items():
+        (tmp_path / "docs" / name).write_text(text)
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
+    monkeypatch.chdir(tmp_path)
+    replies = {**VERIFY_REPLIES, "claims": "- The Eiffel Tower was completed then.",
+               "contradiction": "ANSWER: 1889", "repair": "1889"}
+    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: FakeLLM(
+        lambda request: crossval_reply(request) or replies[request.purpose]))
+    exec(compile(example(), str(DOCS), "exec"), {})  # noqa: S102 (the docs' example, as written)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "1889 REPAIR"
+    assert [line[:2] for line in lines[1:3]] == ["1 ", "2 "]
+    assert sorted(line[2:] for line in lines[1:3]) == ["guide.txt", "tower.txt"]
+    (removed,) = ast.literal_eval(lines[3])
+    assert removed["reason"].startswith("conflicts with") and len(lines) == 4
+
+
+# ----------------------------------------------------------------- the tiny model
+
+@pytest.mark.model
+def test_tiny_model_in_a_llamaindex_query_engine(tiny_gguf, trusted):
+    nodes = bridge_nodes() + [TextNode(id_="canal", text="The Aldermoor canal opened in 1790.")]
+    llm = load_llm(LLMConfig(model=str(tiny_gguf), n_ctx=2048, n_threads=1))
+    try:
+        reranker = FaithragCrossValPostprocessor(llm=llm, rerank__max_rounds=1,
+                                                 rerank__passage_tokens=64,
+                                                 rerank__reason_tokens=48)
+        engine = RetrieverQueryEngine.from_args(
+            SimpleKeywordTableIndex(nodes=nodes).as_retriever(),
+            node_postprocessors=[reranker], response_mode="no_text")
+        response = engine.query(QUESTION)
+        verified = FaithragVerifier(llm=llm, kb=trusted).verify(
+            QUESTION, "The Aldermoor Bridge opened in 1921.", nodes=response.source_nodes)
+    finally:
+        llm.close()
+    kept = [n.node.node_id for n in response.source_nodes]
+    removed = [r["node_id"] for r in response.source_nodes[0].node.metadata["faithrag_removed"]]
+    assert kept and len(set(kept)) == len(kept) and not set(kept) & set(removed)
+    assert set(kept) | set(removed) <= {n.node_id for n in nodes}
+    assert [n.node.metadata["faithrag_rank"] for n in response.source_nodes] == list(
+        range(1, len(kept) + 1))
+    record = verified.metadata["faithrag"]
+    assert record["decision"] in ("PASS", "REPAIR", "FALLBACK") and verified.response
+    assert record["draft"] == "The Aldermoor Bridge opened in 1921."
+    assert isinstance(record["conflicts"], list)
+    assert verified.source_nodes == response.source_nodes
