@@ -14,16 +14,16 @@ import pytest
 
 pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
 
-from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.load import dumps, loads  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.runnables import RunnableLambda, RunnablePassthrough  # noqa: E402
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.load import dumps, loads
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
-import faithrag  # noqa: E402
-import faithrag.llm  # noqa: E402
-from faithrag.errors import ConfigError, InputError, MissingExtraError  # noqa: E402
-from faithrag.integrations.langchain import (  # noqa: E402
+import faithrag
+import faithrag.llm
+from faithrag.errors import ConfigError, InputError, MissingExtraError
+from faithrag.integrations.langchain import (
     CONFLICTS_KEY,
     RANK_KEY,
     REMOVED_KEY,
@@ -31,7 +31,7 @@ from faithrag.integrations.langchain import (  # noqa: E402
     FaithragVerifier,
     to_passages,
 )
-from faithrag.llm.fake import FakeLLM  # noqa: E402
+from faithrag.llm.fake import FakeLLM
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "langchain.md"
 MARKER = "<!-- example: tests/integrations/test_langchain.py runs this block as written -->"
@@ -304,7 +304,7 @@ def test_verifier_serialises_without_its_llm_and_loads_back(trusted):
     restored = loads(text, valid_namespaces=["faithrag"], allowed_objects=[FaithragVerifier])
     assert isinstance(restored, FaithragVerifier) and restored.llm is None
     assert (restored.kb, restored.settings) == (str(trusted), {"antisyco__judge_tokens": 64})
-    rebuilt = FaithragVerifier(**restored.model_dump(exclude={"name"}), llm=scripted())
+    rebuilt = FaithragVerifier(**restored.model_dump(), llm=scripted())
     out = rebuilt.invoke({"question": QUESTION, "documents": [], "answer": "1925"})
     assert out["decision"] == "REPAIR"
 
