@@ -52,8 +52,8 @@ class LLMConfig(_Strict):
     """llama.cpp: the n-gram that prompt lookup matches"""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's URL, up to and including /v1"""
-    api_key: str = ""
-    """openai: bearer token sent to the server"""
+    api_key: str = Field("", repr=False)
+    """openai: bearer token sent to the server (left out of the configuration's repr)"""
     tokenizer: str = "server"
     """openai: where token ids come from: "server" (its /tokenize endpoint), a preset, a .gguf
     or a tokenizer.json path"""

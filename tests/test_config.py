@@ -29,3 +29,9 @@ def test_missing_and_invalid_files(tmp_path):
     bad.write_text("[llm\n")
     with pytest.raises(ConfigError):
         Config.load(bad)
+
+
+def test_the_api_key_is_left_out_of_the_configuration_repr():
+    config = Config.validated({"llm": {"api_key": "sekrit"}})
+    assert config.llm.api_key == "sekrit"
+    assert "sekrit" not in repr(config) and "sekrit" not in str(config)

@@ -134,3 +134,40 @@ def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(
     assert answer_and_decision.split()[-1] in ("PASS", "REPAIR", "FALLBACK"), ran.stdout
     assert sorted(line.split()[1] for line in ranked) == ["blog.txt", "tower.txt"]
     assert removed == "[]"  # two passages: no third to cross-check a conflict against
+
+
+def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
+    """The wheel with the `langchain` extra, in a fresh venv, runs the example of
+    docs/integrations/langchain.md as written on the scripted model; the core install has no
+    LangChain."""
+    listed = _pip(core_venv / "python", "list", "--format=json")
+    assert "langchain-core" not in {d["name"].lower().replace("_", "-")
+                                    for d in json.loads(listed.stdout)}
+    (wheel,) = (core_venv.parents[1] / "dist").glob("faithrag-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
+                     f"{wheel}[langchain]")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    marker = "<!-- example: tests/integrations/test_langchain.py runs this block as written -->"
+    doc = (ROOT / "docs" / "integrations" / "langchain.md").read_text(encoding="utf-8")
+    example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    replies = {"detect_conflict": "Conflict: None", "rank": "[1] > [2] > [3]",
+               "relevance": "RELEVANCE: RELEVANT", "support": "SUPPORT: SUPPORTED",
+               "claims": "- The Eiffel Tower was completed in 1925.",
+               "contradiction": "ANSWER: 1889", "repair": "1889", "fallback": "1889"}
+    script = tmp_path / "example.py"
+    script.write_text(f"import faithrag\nREPLIES = {replies!r}\n"
+                      "faithrag.load_llm = lambda config: faithrag.FakeLLM("
+                      "lambda request: REPLIES[request.purpose])\n" + example)
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
+    clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    ran = subprocess.run([str(venv / "bin" / "python"), str(script)], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path, env=clean, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert "site-packages" in subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import faithrag; print(faithrag.__file__)"],
+        capture_output=True, text=True, cwd=tmp_path, env=clean, check=True,
+    ).stdout  # the wheel's, not a checkout's
+    assert ran.stdout.splitlines() == ["['tower', 'blog', 'visitors'] []", "1889 REPAIR []"]
