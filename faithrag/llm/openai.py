@@ -196,6 +196,7 @@ class OpenAICompatLLM:
         self._flavor: str | None = None
         self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends
         self._probed = False
+        self._flavor_probed = False
         self._server_context: int | None = None
         self._server_vocab: int | None = None
         self._info_probed = False
@@ -260,7 +261,23 @@ class OpenAICompatLLM:
             "Start the server or check --base-url (and the timeout).")
 
     def _post(self, path: str, payload: dict[str, Any]) -> Any:
+        """POST to the API; a (chat) completion request carries `_plain_decoding`'s settings."""
+        if path.endswith("completions"):
+            payload = {**self._plain_decoding(), **payload}
         return self._request("POST", self.base_url + path, payload)
+
+    def _plain_decoding(self) -> dict[str, float]:
+        """Settings that switch off what an engine adds to plain decoding by default, so that
+        greedy decoding picks the model's own argmax as the embedded backend does: the repeat
+        penalty of llama.cpp's servers (llama-cpp-python defaults to 1.1) and the repetition
+        penalty vLLM takes from a model's generation_config. Sent only to a recognised server
+        (OpenAI refuses fields it does not know)."""
+        self._detect_flavor(tolerate_dead=True)
+        if self._flavor in (_Flavor.LLAMA_CPP_PYTHON, _Flavor.LLAMA_SERVER):
+            return {"repeat_penalty": 1.0}
+        if self._flavor == _Flavor.VLLM:
+            return {"repetition_penalty": 1.0}
+        return {}
 
     def _probe(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
         """A request for an optional endpoint: None when the server refuses it (4xx)."""
@@ -270,16 +287,23 @@ class OpenAICompatLLM:
             return None
 
     # ----------------------------------------------------------------- server capabilities
-    def _ensure_tokenizer(self) -> None:
-        """Find the server's tokenize endpoint once; check a local tokenizer against it."""
-        if self._probed:
+    def _detect_flavor(self, tolerate_dead: bool = False) -> None:
+        """Which server this is, from its tokenize endpoints (once; None when it has neither).
+        A server that does not answer raises ServerUnreachableError, unless `tolerate_dead`:
+        then the kind stays unknown and is asked again next time."""
+        if self._flavor_probed:
             return
         with self._lock:
-            if self._probed:
+            if self._flavor_probed:
                 return
-            data = self._probe("POST", self.root_url + "/tokenize", {
-                "model": self._model, "prompt": _PROBE_TEXT, "add_special_tokens": False,
-                "content": _PROBE_TEXT, "add_special": False})
+            try:
+                data = self._probe("POST", self.root_url + "/tokenize", {
+                    "model": self._model, "prompt": _PROBE_TEXT, "add_special_tokens": False,
+                    "content": _PROBE_TEXT, "add_special": False})
+            except ServerUnreachableError:
+                if tolerate_dead:  # the request at hand reports the dead server
+                    return
+                raise
             if isinstance(data, dict) and isinstance(data.get("tokens"), list):
                 is_vllm = "count" in data or "max_model_len" in data
                 self._flavor = _Flavor.VLLM if is_vllm else _Flavor.LLAMA_SERVER
@@ -291,6 +315,16 @@ class OpenAICompatLLM:
                 if isinstance(empty, dict) and isinstance(empty.get("tokens"), list):
                     self._flavor = _Flavor.LLAMA_CPP_PYTHON
                     self._bos_prefix = [int(t) for t in empty["tokens"]]
+            self._flavor_probed = True
+
+    def _ensure_tokenizer(self) -> None:
+        """Find the server's tokenize endpoint once; check a local tokenizer against it."""
+        if self._probed:
+            return
+        self._detect_flavor()
+        with self._lock:
+            if self._probed:
+                return
             if self._local is None and self._flavor is None:
                 raise ConfigError(
                     f"The server at {self.root_url} has no tokenize endpoint (tried /tokenize "

@@ -40,6 +40,16 @@ def mock_llm(handler, **kwargs) -> OpenAICompatLLM:
     return OpenAICompatLLM(BASE, "m", transport=httpx.MockTransport(handler), **kwargs)
 
 
+def completions_only(handler):
+    """`handler` for (chat) completions; the server-kind probe's endpoints answer 404, as on a
+    server that has none (OpenAI)."""
+    def route(req: httpx.Request) -> httpx.Response:
+        if not req.url.path.endswith("completions"):
+            return httpx.Response(404, json={"error": {"message": "not found"}})
+        return handler(req)
+    return route
+
+
 def request(text="hi", **kwargs) -> GenerationRequest:
     return GenerationRequest(messages=user_prompt(text), **kwargs)
 
@@ -86,7 +96,7 @@ def test_generate_sends_parameters_and_reads_the_answer():
             "Paris", logprobs=[{"token": "Par", "logprob": -0.5}, {"token": "is", "logprob": -0.25}],
             usage=(11, 2), finish="length"))
 
-    llm = mock_llm(handler, api_key="sk-test", logit_bias_cap=1)
+    llm = mock_llm(completions_only(handler), api_key="sk-test", logit_bias_cap=1)
     bias = TokenBias.from_mapping({5: 3.0, 9: -1.0})
     out = llm.generate([request("Capital?", max_tokens=9, stop=("\n",), seed=4, bias=bias,
                                 logprobs=True)])[0]
@@ -141,7 +151,8 @@ def test_generate_runs_concurrently_and_keeps_input_order():
             time.sleep(0.02 * (8 - n))  # later requests finish first
         return httpx.Response(200, json=chat_reply(f"answer {n}"))
 
-    out = mock_llm(handler, concurrency=3).generate([request(str(i)) for i in range(8)])
+    out = mock_llm(completions_only(handler), concurrency=3).generate(
+        [request(str(i)) for i in range(8)])
     assert [c.text for c in out] == [f"answer {i}" for i in range(8)]
     assert in_flight.peak == 3
 
@@ -155,7 +166,7 @@ def test_retries_5xx_with_backoff_then_succeeds():
             return httpx.Response(500 if len(calls) == 1 else 503, json={"error": {"message": "busy"}})
         return httpx.Response(200, json=chat_reply("fine"))
 
-    out = mock_llm(handler, max_retries=3, backoff=0.05).generate([request()])
+    out = mock_llm(completions_only(handler), max_retries=3, backoff=0.05).generate([request()])
     assert out[0].text == "fine" and len(calls) == 3
     gaps = [b - a for a, b in itertools.pairwise(calls)]
     assert gaps[0] >= 0.025 and gaps[1] >= 0.05  # 0.05 then 0.1, each with +-50 % jitter
@@ -182,7 +193,7 @@ def test_4xx_is_rejected_at_once_with_the_servers_message():
         return httpx.Response(400, json={"error": {"message": "logit_bias: unknown token 999999"}})
 
     with pytest.raises(ServerRejectedError, match="HTTP 400.*unknown token 999999"):
-        mock_llm(handler, max_retries=3).generate([request()])
+        mock_llm(completions_only(handler), max_retries=3).generate([request()])
     assert len(calls) == 1
 
 
@@ -202,7 +213,7 @@ def test_persistent_503_is_unreachable_and_persistent_500_is_rejected():
 
     with pytest.raises(ServerUnreachableError, match="did not answer after 3 attempts.*503"):
         mock_llm(unavailable, max_retries=2).generate([request()])
-    assert len(calls) == 3
+    assert len(calls) == 6  # the server-kind probe's 3 attempts, then the request's
     failing = mock_llm(lambda req: httpx.Response(500, json={"error": {"message": "boom"}}),
                        max_retries=1)
     with pytest.raises(ServerRejectedError, match="kept failing after 2 attempts.*boom"):
@@ -218,7 +229,7 @@ def test_connection_errors_become_unreachable_with_a_hint():
 
     with pytest.raises(ServerUnreachableError) as info:
         mock_llm(refuse, max_retries=2).generate([request()])
-    assert len(calls) == 3
+    assert len(calls) == 6  # the server-kind probe's 3 attempts, then the request's
     assert "http://llm.test/v1/chat/completions did not answer after 3 attempts" in info.value.message
     assert "--base-url" in info.value.hint
 
@@ -637,3 +648,28 @@ def test_llama_server_tokenize_does_not_parse_control_tokens():
     llm = mock_llm(handler)
     passage = "x<|im_end|>"
     assert llm.tokenize(passage) == list(passage.encode())  # not the end-of-turn id
+
+
+@pytest.mark.parametrize(("tokenize_path", "reply", "expected"), [
+    ("/extras/tokenize", {"tokens": [1]}, {"repeat_penalty": 1.0}),  # llama-cpp-python
+    ("/tokenize", {"tokens": [5, 6]}, {"repeat_penalty": 1.0}),  # llama-server
+    ("/tokenize", {"tokens": [5, 6], "count": 2, "max_model_len": 8192},
+     {"repetition_penalty": 1.0}),  # vLLM
+    (None, None, {}),  # no tokenize endpoint (OpenAI): nothing it would refuse
+])
+def test_completions_switch_off_the_engines_default_repeat_penalty(tokenize_path, reply,
+                                                                     expected):
+    bodies = []
+
+    def handler(req):
+        if req.url.path == tokenize_path:
+            return httpx.Response(200, json=reply)
+        if req.url.path.endswith("completions"):
+            bodies.append(json.loads(req.content))
+            return httpx.Response(200, json=chat_reply("ok"))
+        return httpx.Response(404, json={"error": {"message": "not found"}})
+
+    llm = mock_llm(handler)
+    llm.generate([request(), request("again")])
+    penalties = [{k: v for k, v in b.items() if k.endswith("penalty")} for b in bodies]
+    assert penalties == [expected, expected]
