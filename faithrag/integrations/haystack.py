@@ -33,7 +33,7 @@ from faithrag.errors import ConfigError, InputError, MissingExtraError
 try:
     from haystack import Document, component, default_from_dict, default_to_dict, logging
     from haystack.dataclasses import ChatMessage, GeneratedAnswer
-    from haystack.utils import Secret
+    from haystack.utils import Secret, deserialize_secrets_inplace
 except ImportError as exc:
     raise MissingExtraError("The Haystack adapter", "haystack",
                             f"Importing haystack failed: {exc}.") from exc
@@ -98,7 +98,8 @@ class _Stage:
                               "in plain text.",
                               "Pass the key as api_key=Secret.from_env_var('NAME') instead.")
         return default_to_dict(owner, config=str(config) if isinstance(config, Path) else config,
-                               api_key=self.api_key, **init_parameters, **self.settings)
+                               api_key=None if self.api_key is None else self.api_key.to_dict(),
+                               **init_parameters, **self.settings)
 
 
 def _text_documents(documents: list[Document], component_name: str
@@ -203,6 +204,7 @@ class FaithragCrossValRanker:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FaithragCrossValRanker":
         """The component `to_dict` described."""
+        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], removed_documents=list[Document],
@@ -283,6 +285,7 @@ class FaithragVerifier:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FaithragVerifier":
         """The component `to_dict` described."""
+        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
         return default_from_dict(cls, data)
 
     @component.output_types(answers=list[GeneratedAnswer], decision=str,
