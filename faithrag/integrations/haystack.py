@@ -17,10 +17,11 @@ token. The configuration is validated when the component is built; the model loa
 `warm_up()` (Haystack's Pipeline calls it; `run()` calls it when needed). Components built
 from configuration serialise with `to_dict`/`from_dict`; one given a loaded `llm=` does not.
 
-Documents follow Haystack's rankers: duplicates (same id) are dropped keeping the best score,
-an empty list returns empty outputs without loading the model, a document whose content is
-None is refused (as LostInTheMiddleRanker does), and one with blank text is left out of the
-evidence with a warning. A document's id becomes the passage id, `meta["title"]` its title and
+Documents follow Haystack's rankers: the ranker drops duplicates (same id) keeping the best
+score and answers an empty list with empty outputs without loading the model (the verifier then
+checks the draft against the knowledge base alone); a document whose content is None is refused
+(as LostInTheMiddleRanker does), and one with blank text is left out of the evidence with a
+warning. A document's id becomes the passage id, `meta["title"]` its title and
 `meta["file_path"]` (or `meta["url"]`) its source; metadata of any type passes through untouched.
 """
 

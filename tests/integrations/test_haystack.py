@@ -27,6 +27,9 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, InputError, MissingExtraError
 from faithrag.integrations.haystack import FaithragCrossValRanker, FaithragVerifier
 from faithrag.llm.fake import FakeLLM
+from faithrag.methods.antisyco import AntiSycophancyVerifier
+from faithrag.methods.crossval import CrossValidatedReranker
+from faithrag.types import Conflict, ConflictSide
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integrations" / "haystack.md"
@@ -88,7 +91,6 @@ def test_ranker_in_a_pipeline_removes_the_false_side_and_keeps_document_identity
         assert doc.content == originals[doc.id].content
         assert {k: v for k, v in doc.meta.items() if k != "faithrag_rank"} == originals[doc.id].meta
         assert doc.score is not None  # the retriever's BM25 score, kept
-    assert out["conflicts"] == []  # crossval reports its removals as removed documents
 
 
 def test_ranker_order_is_faithrags_and_top_k_cuts_it():
@@ -218,7 +220,7 @@ def test_verifier_repairs_a_generators_draft_in_a_pipeline(kb):
     record = answer.meta["faithrag"]
     assert record["decision"] == "REPAIR" and record["draft"] == "Louis Pasteur"
     assert any("contradicted" in reason for reason in record["reasons"])
-    assert record["conflicts"] == out["conflicts"] == []
+    assert record["conflicts"] == out["conflicts"]
 
 
 def test_verifier_takes_string_replies_and_passes_a_supported_draft(kb):
@@ -256,6 +258,33 @@ def test_verifier_needs_a_knowledge_base_at_construction(tmp_path):
     assert "kb=PATH" in caught.value.hint
     (tmp_path / "kb.toml").write_text(f'[antisyco]\nkb = "{tmp_path}"\n')
     FaithragVerifier(config=tmp_path / "kb.toml", model=ABSENT_MODEL)  # the config may give it
+
+
+def reporting(stage_method, kind):
+    """`stage_method` that also reports a conflict of `kind` on a step of its own."""
+    def run(self, question, passages, *args):
+        result = stage_method(self, question, passages, *args)
+        with args[-1].step("test", "report") as step:  # args[-1]: the trace
+            step.conflicts.append(Conflict(kind, "test", [ConflictSide(
+                "1921", passages[0].text, [passages[0].id], "retrieved")], "reported"))
+        return result
+    return run
+
+
+def test_the_conflicts_a_stage_reports_come_out_as_dicts(kb, monkeypatch):
+    monkeypatch.setattr(CrossValidatedReranker, "rerank", reporting(
+        CrossValidatedReranker.rerank, "passage_vs_passage"))
+    monkeypatch.setattr(AntiSycophancyVerifier, "verify", reporting(
+        AntiSycophancyVerifier.verify, "contradicted_by_trusted_kb"))
+    ranked = FaithragCrossValRanker(llm=bridge_llm()).run(query=QUESTION,
+                                                          documents=bridge_documents())
+    assert [(c["kind"], c["sides"][0]["passages"]) for c in ranked["conflicts"]] == [
+        ("passage_vs_passage", ["history"])]
+    verified = FaithragVerifier(kb=kb, llm=verifier_llm(), antisyco__judge_tokens=64).run(
+        query=PENICILLIN, documents=[Document(id="poison", content=POISON)],
+        replies=["Louis Pasteur"])
+    assert [c["kind"] for c in verified["conflicts"]] == ["contradicted_by_trusted_kb"]
+    assert verified["answers"][0].meta["faithrag"]["conflicts"] == verified["conflicts"]
 
 
 # ---------------------------------------------------------------------------- serialisation
