@@ -171,3 +171,28 @@ def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
         capture_output=True, text=True, cwd=tmp_path, env=clean, check=True,
     ).stdout  # the wheel's, not a checkout's
     assert ran.stdout.splitlines() == ["['tower', 'blog', 'visitors'] []", "1889 REPAIR []"]
+
+
+def test_haystack_extra_runs_the_documented_example_and_stays_out_of_the_core(core_venv, tmp_path):
+    import re
+
+    core = _pip(core_venv / "python", "list", "--format=json")
+    assert "haystack-ai" not in {d["name"].lower() for d in json.loads(core.stdout)}
+    (wheel,) = (core_venv.parent.parent / "dist").glob("faithrag-*.whl")  # core_venv's build
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
+                     f"{wheel}[haystack]")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    doc = (ROOT / "docs" / "integrations" / "haystack.md").read_text(encoding="utf-8")
+    example = re.search(r"runs this block as written -->\s*```python\n(.*?)```", doc, re.DOTALL)
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
+    # the example as written, with the fake model in place of the default one
+    (tmp_path / "example.py").write_text(
+        "import faithrag\nfaithrag.load_llm = lambda config: faithrag.FakeLLM(default='1889')\n"
+        + example.group(1))
+    ran = subprocess.run([str(venv / "bin" / "python"), "example.py"], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split()[0] in ("PASS", "REPAIR", "FALLBACK"), ran.stdout
