@@ -113,7 +113,9 @@ def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(
                      f"{wheel}[llamaindex]")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     doc = (ROOT / "docs" / "integrations" / "llamaindex.md").read_text(encoding="utf-8")
-    (tmp_path / "example.py").write_text(doc.split("```python\n", 1)[1].split("```", 1)[0])
+    marker = "<!-- example: tests/integrations/test_llamaindex.py runs this block as written -->"
+    example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(example)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "tower.txt").write_text("The Eiffel Tower was completed in 1889.")
     (tmp_path / "docs" / "blog.txt").write_text("A blog says the Eiffel Tower was completed in 1925.")
@@ -185,7 +187,8 @@ def test_haystack_extra_runs_the_documented_example_and_stays_out_of_the_core(co
                      f"{wheel}[haystack]")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     doc = (ROOT / "docs" / "integrations" / "haystack.md").read_text(encoding="utf-8")
-    example = re.search(r"runs this block as written -->\s*```python\n(.*?)```", doc, re.DOTALL)
+    example = re.search(r"test_haystack.py runs this block as written -->\s*```python\n(.*?)```",
+                        doc, re.DOTALL)
     (tmp_path / "trusted").mkdir()
     (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
     # the example as written, with the fake model in place of the default one

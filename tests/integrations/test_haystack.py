@@ -32,7 +32,7 @@ from faithrag.methods.crossval import CrossValidatedReranker
 from faithrag.types import Conflict, ConflictSide
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "integrations" / "haystack.md"
+DOC = ROOT / "docs" / "integrations.md"
 EXAMPLE_MARKER = "<!-- example: tests/integrations/test_haystack.py runs this block as written -->"
 MODULE = "faithrag.integrations.haystack"
 PASSAGE = re.compile(r'<passage id="(\w+)"[^>]*>\n(.*?)\n</passage>', re.DOTALL)

@@ -33,7 +33,7 @@ from faithrag.integrations.langchain import (
 )
 from faithrag.llm.fake import FakeLLM
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "langchain.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 MARKER = "<!-- example: tests/integrations/test_langchain.py runs this block as written -->"
 QUESTION = "When was the Eiffel Tower completed?"
 SHOWN = re.compile(r'<passage id="(\w+)"[^>]*>\n(.*?)\n</passage>', re.DOTALL)

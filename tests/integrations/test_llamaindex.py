@@ -33,7 +33,7 @@ from faithrag.integrations.llamaindex import (
 )
 from faithrag.llm.fake import FakeLLM
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "llamaindex.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 MARKER = "<!-- example: tests/integrations/test_llamaindex.py runs this block as written -->"
 PASSAGE = re.compile(r'<passage id="(\w+)"[^>]*>\n(.*?)\n</passage>', re.DOTALL)
 YEAR = re.compile(r"1\d{3}")
