@@ -1,4 +1,5 @@
-"""retrieve -> rerank -> generate -> verify, and `Pipeline.from_config`, the one way to build it.
+"""retrieve -> rerank -> generate -> verify -> detect, and `Pipeline.from_config`, the one way to
+build it.
 
 Every stage but generation is optional; stages plug in through the protocols in
 faithrag.methods.base and are found by name in faithrag.registry.
@@ -22,7 +23,14 @@ from faithrag import registry
 from faithrag.config import Config, set_dotted
 from faithrag.errors import ConfigError, InputError
 from faithrag.llm.base import LLM
-from faithrag.methods.base import Generator, RemovedPassage, Reranker, Retriever, Verifier
+from faithrag.methods.base import (
+    Detector,
+    Generator,
+    RemovedPassage,
+    Reranker,
+    Retriever,
+    Verifier,
+)
 from faithrag.types import Answer, Conflict, ConflictCheck, Passage, Question, Trace
 
 # Keyword settings of `Pipeline.from_config` that name a configuration key directly; any other
@@ -31,6 +39,8 @@ SETTING_ALIASES = {
     "method": "pipeline.method",
     "rerank": "pipeline.rerank",
     "verify": "pipeline.verify",
+    "detect": "pipeline.detect",
+    "on_conflict": "pipeline.on_conflict",
     "model": "llm.model",
     "backend": "llm.backend",
     "base_url": "llm.base_url",
@@ -96,19 +106,21 @@ def configure(config: Config | str | Path | None = None,
 
 
 class Pipeline:
-    """retrieve -> rerank -> generate -> verify over the stages given.
+    """retrieve -> rerank -> generate -> verify -> detect over the stages given.
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
     stages built by hand)."""
 
     def __init__(self, generator: Generator, retriever: Retriever | None = None,
-                 reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5):
+                 reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5,
+                 detector: Detector | None = None):
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}", "Set retrieval.k to a positive number.")
         self.generator = generator
         self.retriever = retriever
         self.reranker = reranker
         self.verifier = verifier
+        self.detector = detector
         self.k = k
 
     @classmethod
@@ -120,7 +132,8 @@ class Pipeline:
         """The pipeline `config` describes.
 
         - `config`: a Config, a TOML file, or None for the defaults; `settings` override it
-          (`method=`, `rerank=`, `verify=`, `model=`, `backend=`, `base_url=`, `k=`, `mode=`,
+          (`method=`, `rerank=`, `verify=`, `detect=`, `on_conflict=`, `model=`, `backend=`,
+          `base_url=`, `k=`, `mode=`,
           or any key as `section__key`, e.g. `csrag__alpha=-3`).
         - Evidence, at most one of: `docs` (a file or folder of .txt/.md/.jsonl, indexed in
           memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
@@ -166,6 +179,7 @@ class Pipeline:
             reranker=stage("reranker", p.rerank).build(llm, config, retriever) if p.rerank else None,
             verifier=stage("verifier", p.verify).build(llm, config, retriever) if p.verify else None,
             k=config.retrieval.k,
+            detector=stage("detector", p.detect).build(llm, config, retriever) if p.detect else None,
         )
 
     def run(self, question: Question | str, passages: Sequence[Passage] | None = None,
@@ -190,6 +204,8 @@ class Pipeline:
         answer = self.generator.generate(question, passages, trace)
         if self.verifier is not None:
             answer = self.verifier.verify(question, passages, answer, trace)
+        if self.detector is not None:
+            self.detector.detect(question, passages, answer, trace)
         return Result(question, answer, passages, removed, trace)
 
     def rerank(self, question: Question | str, passages: Sequence[Passage],
