@@ -16,6 +16,9 @@ Contract:
 - `choices` marks generators that answer by picking one of the question's options;
   `scores_options` those that score the options' tokens after a partial answer, which a backend
   may be unable to do exactly (its `check_answer_scoring(name)` then refuses the stage).
+- `reports_conflicts` marks stages that add what they meet to the conflict report
+  (`Step.conflicts`); a pipeline with an `on_conflict` policy other than "resolve" needs one
+  (`check_conflict_policy`).
 - `requires(config)`, if given, raises ConfigError when the configuration lacks what the stage
   needs (a verifier's knowledge base); `Pipeline.from_config` runs it before any model loads.
 
@@ -66,6 +69,7 @@ class StageSpec:
     description: str = ""
     requires: Callable[[Config], None] | None = None
     scores_options: bool = False
+    reports_conflicts: bool = False
 
     def check(self, config: Config) -> None:
         """Raise ConfigError if `config` lacks what this stage needs."""
@@ -82,7 +86,8 @@ _builtins_loaded = False
 
 def register(kind: Kind, name: str, *, section: str | None = None, choices: bool = False,
              description: str = "", requires: Callable[[Config], None] | None = None,
-             scores_options: bool = False) -> Callable[[Factory], Factory]:
+             scores_options: bool = False, reports_conflicts: bool = False
+             ) -> Callable[[Factory], Factory]:
     """Register the decorated factory as stage `name` of `kind`; returns it unchanged."""
     from faithrag.config import Config
 
@@ -95,7 +100,7 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
         if name in _STAGES[kind]:
             raise ValueError(f"{LABELS[kind]} {name!r} is registered twice")
         _STAGES[kind][name] = StageSpec(kind, name, factory, section, choices, description,
-                                        requires, scores_options)
+                                        requires, scores_options, reports_conflicts)
         return factory
     return decorate
 
@@ -142,3 +147,17 @@ def build(kind: Kind, name: str, llm: LLM, config: Config,
 def choice_methods() -> frozenset[str]:
     """Generators that answer by picking one of the question's options."""
     return frozenset(spec.name for spec in stages("generator") if spec.choices)
+
+
+def check_conflict_policy(on_conflict: str, named: list[tuple[Kind, str]]) -> None:
+    """ConfigError when `on_conflict` acts on conflicts ("surface", "abstain") but none of the
+    stages `named` ((kind, name) pairs) reports any."""
+    if on_conflict == "resolve" or any(stage(kind, name).reports_conflicts
+                                       for kind, name in named):
+        return
+    reporters = [f"{FLAGS[spec.kind]} {spec.name}" for kind in KINDS for spec in stages(kind)
+                 if spec.reports_conflicts]
+    raise ConfigError(f"on_conflict={on_conflict} needs a stage that reports conflicts, and "
+                      "this pipeline has none.",
+                      "Add --detect conflicts (detect='conflicts' in Python), or one of: "
+                      + ", ".join(r for r in reporters if r != "--detect conflicts") + ".")

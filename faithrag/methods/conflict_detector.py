@@ -36,8 +36,8 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   `passage_vs_passage` (check `ambiguous`: no_conflict), DIFFERENT → `ambiguous` (check
   `passage_vs_passage`: no_conflict), unreadable → `passage_vs_passage` is reported (the
   answers do differ) and the `ambiguous` check could not tell. One side per group: its answer,
-  a quote of each of its passages (the sentence holding the answer, else the passage's start,
-  at most `QUOTE_CHARS`), their ids and sources. Confidence: the share of answering passages
+  a quote of each of its passages (`faithrag.methods.conflicts.excerpt`: the sentence holding
+  the answer, else the passage's start, bounded), their ids and sources. Confidence: the share of answering passages
   outside the largest group (a lone dissenter among five is 0.2; an even split of two is 0.5).
   One group, and a passage reply unread → could_not_tell; otherwise no_conflict.
 - `context_vs_memory`: the closed-book answer differs from the context's answer. Sides: the
@@ -71,7 +71,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from faithrag.answers import containment
 from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
 from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.cfrag.answers import same_answer
@@ -83,6 +82,7 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_label, parse_reference_answer
 from faithrag.methods.listwise import cut_text
 from faithrag.registry import register
@@ -124,7 +124,6 @@ ANSWER_STOP = ("\n",)  # an answer is one line
 JUDGE_TOKENS = 12
 PASSAGE_TOKENS = 300
 MAX_GROUPS = 4  # answer groups shown to the judgement
-QUOTE_CHARS = 240
 
 ANSWERED = "answer"
 NO_ANSWER = "no_answer"
@@ -136,7 +135,6 @@ _DOES_NOT_KNOW = re.compile(
     r"\b(?:i\s+(?:do\s*(?:not|n't)|don't)\s+know|not\s+sure|(?:can\s*not|cannot|can't)\s+"
     r"(?:answer|tell|say))\b", re.IGNORECASE)
 _LABEL = re.compile(r"^\W*answer\s*[:=-]\s*", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -174,17 +172,6 @@ def read_judgement(raw: str) -> str | None:
     return parse_label(raw, JUDGE_LABELS)
 
 
-def excerpt(text: str, answer: str = "") -> str:
-    """The sentence of `text` that holds `answer` (whole tokens), else the start of `text`, cut
-    to QUOTE_CHARS with an ellipsis."""
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()] or [text.strip()]
-    chosen = next((s for s in sentences if answer and containment(s, [answer])), sentences[0])
-    chosen = " ".join(chosen.split())
-    if len(chosen) <= QUOTE_CHARS:
-        return chosen
-    return chosen[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
-
-
 @dataclass
 class AnswerGroup:
     """Passages that give the same answer; `answer` is the first one's reading."""
@@ -193,10 +180,7 @@ class AnswerGroup:
     passages: list[Passage] = field(default_factory=list)
 
     def side(self) -> ConflictSide:
-        sources = list(dict.fromkeys(p.source for p in self.passages if p.source))
-        quote = "\n".join(excerpt(p.text, self.answer) for p in self.passages)
-        return ConflictSide(self.answer, quote, [p.id for p in self.passages],
-                            ", ".join(sources))
+        return passages_side(self.answer, self.passages)
 
 
 def _same(a: str, b: str, question: Question) -> bool:
@@ -398,7 +382,7 @@ class ConflictDetector:
             self._check(step, kind, "conflict")
 
 
-@register("detector", "conflicts",
+@register("detector", "conflicts", reports_conflicts=True,
           description="reports context-vs-memory, passage-vs-passage, ambiguity and "
                       "low-relevance conflicts; changes nothing")
 def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | None

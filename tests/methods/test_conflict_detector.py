@@ -11,10 +11,8 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods.conflict_detector import (
     ANSWERED,
     NO_ANSWER,
-    QUOTE_CHARS,
     UNREADABLE,
     ConflictDetector,
-    excerpt,
     read_judgement,
     read_short_answer,
 )
@@ -300,14 +298,6 @@ def test_read_judgement_is_a_label_or_none(raw):
                                           ("not SAME", None), ("", None)])
 def test_read_judgement(raw, verdict):
     assert read_judgement(raw) == verdict
-
-
-@given(st.text(max_size=600), st.text(max_size=20))
-def test_excerpt_is_bounded_and_quotes_the_text(text, answer):
-    quote = excerpt(text, answer)
-    assert len(quote) <= QUOTE_CHARS + 2
-    words = " ".join(text.split())
-    assert quote.removesuffix(" …") in words or not text.strip()
 
 
 @pytest.mark.model
