@@ -382,7 +382,9 @@ class ConflictDetector:
             self._check(step, kind, "conflict")
 
 
-@register("detector", "conflicts", reports_conflicts=True,
+@register("detector", "conflicts",
+          reports_conflicts=("context_vs_memory", "passage_vs_passage", "ambiguous",
+                             "low_relevance"),
           description="reports context-vs-memory, passage-vs-passage, ambiguity and "
                       "low-relevance conflicts; changes nothing")
 def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | None

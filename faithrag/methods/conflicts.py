@@ -7,7 +7,7 @@ the side's answer (whole tokens), else the passage's start, at most `QUOTE_CHARS
 
 The policy (`apply_on_conflict`), applied by `Pipeline.run` after every stage has run:
 - "resolve": the stages' own decision stands (nothing here runs).
-- "surface": when some stage reported a conflict of a kind in `POLICY_KINDS`
+- "surface": when some stage reported a conflict of a kind in `types.POLICY_KINDS`
   (`passage_vs_passage`, `ambiguous`, `contradicted_by_trusted_kb`), the answer gives each
   reading with its sources, e.g. "Mutemath (per [p1]); The Beatles (per [p2]) — the sources
   disagree". Readings are the sides' answers, merged across conflicts when two are the same
@@ -38,12 +38,11 @@ from collections.abc import Sequence
 
 from faithrag.answers import containment
 from faithrag.methods.cfrag.answers import same_answer
-from faithrag.types import Answer, Conflict, ConflictSide, Passage, Question
+from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
 
 QUOTE_CHARS = 240
 SHORT_QUOTE_CHARS = 60  # a side without an answer, in a surfaced or abstaining answer
 POLICIES = ("resolve", "surface", "abstain")
-POLICY_KINDS = ("passage_vs_passage", "ambiguous", "contradicted_by_trusted_kb")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

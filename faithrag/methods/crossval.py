@@ -472,7 +472,8 @@ class CrossValidatedReranker:
         return STATUS_OK, (false, kept, reason)
 
 
-@register("reranker", "crossval", section="rerank", reports_conflicts=True,
+@register("reranker", "crossval", section="rerank",
+          reports_conflicts=("passage_vs_passage", "ambiguous"),
           description="removes the false side of a conflicting pair, then ranks listwise")
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                    ) -> CrossValidatedReranker:
