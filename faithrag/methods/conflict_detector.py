@@ -248,8 +248,10 @@ class ConflictDetector:
         shown = Passage(passage.id, cut_text(self.llm, passage.text, self.passage_tokens),
                         passage.title, passage.source)
         fitted = fit(self.llm, render, [shown], self.answer_tokens, step)
+        # the system message and the question recur in every reading: a backend may keep them
         return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
-                                 stop=ANSWER_STOP, purpose="passage_answer")
+                                 stop=ANSWER_STOP, purpose="passage_answer", cache_prefix=1,
+                                 cache_prefix_text=f"{question_block(question)}\n\nPassage:\n")
 
     def _judge_request(self, question: Question, groups: list[AnswerGroup], step: Step
                        ) -> GenerationRequest:

@@ -42,7 +42,7 @@ from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage
 
 QUOTE_CHARS = 240
 SHORT_QUOTE_CHARS = 60  # a side without an answer, in a surfaced or abstaining answer
-POLICIES = ("resolve", "surface", "abstain")
+POLICIES = ("resolve", "surface", "abstain")  # config.PipelineConfig.on_conflict
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

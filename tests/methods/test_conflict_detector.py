@@ -229,19 +229,56 @@ def test_from_config_builds_the_detector():
     assert Config.load(overrides={"pipeline.detect": "conflicts"}).pipeline.detect == "conflicts"
 
 
-def test_cli_ask_detect_conflicts(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def ask(tmp_path, monkeypatch):
+    """`faithrag ask` over the passages as files, on a scripted model where the passages
+    disagree (file names are the passages' ids up to the chunk suffix)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     for p in PASSAGES:
         (docs / f"{p.id}.txt").write_text(p.text, encoding="utf-8")
-    llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles", "p3": "Mutemath"})
-    monkeypatch.setattr("faithrag.llm.load_llm", lambda config: llm)
-    code = main(["ask", "Who recorded the album Armistice?", "--docs", str(docs),
-                 "--set", "llm.backend=fake", "--detect", "conflicts", "--json"])
-    assert code == 0
+
+    def read(request):
+        if request.purpose == "memory_answer":
+            return "Mutemath"
+        if request.purpose == "same_subject":
+            return "SAME"
+        if request.purpose == "answer":
+            return "Mutemath"
+        user = request.messages[-1].content
+        return "The Beatles" if "Beatles" in user else "Mutemath"
+
+    monkeypatch.setattr("faithrag.llm.load_llm", lambda config: FakeLLM(read))
+    return lambda *flags: main(["ask", QUESTION.text, "--docs", str(docs),
+                                "--set", "llm.backend=fake", *flags])
+
+
+def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask, capsys):
+    assert ask("--detect", "conflicts") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Answer: Mutemath"
+    assert out[1] == "Conflicts (1):"
+    assert out[2] == "  - passage_vs_passage (by conflicts: reported, confidence 0.33)"
+    sides = sorted(out[3:5])
+    assert sides[0].startswith('      "Mutemath" per [docs/p') and "p2" not in sides[0]
+    assert sides[1] == '      "The Beatles" per [docs/p2.txt#0] (docs/p2.txt)'
+
+    assert ask("--detect", "conflicts", "--json") == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["conflicts"] and data["conflicts"][0]["stage"] == "conflicts"
-    assert {c["kind"] for c in data["conflict_checks"]} >= {"passage_vs_passage"}
+    assert data["conflicts"][0]["stage"] == "conflicts"
+    assert {c["kind"] for c in data["conflict_checks"]} == {
+        "passage_vs_passage", "ambiguous", "context_vs_memory", "low_relevance"}
+    assert data["on_conflict"] is None
+
+
+def test_cli_ask_on_conflict(ask, capsys):
+    assert ask("--detect", "conflicts", "--on-conflict", "surface") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Answer: ") and out[0].endswith("— the sources disagree")
+    assert "The Beatles (per [docs/p2.txt#0])" in out[0] and "Mutemath (per [docs/p" in out[0]
+    assert "surfaced" in out[2]
+    assert ask("--on-conflict", "abstain") == 2  # no stage reports conflicts
+    assert "--detect conflicts" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ reply readers
