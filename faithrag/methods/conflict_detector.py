@@ -5,41 +5,47 @@ draft). Out: the conflicts found, each with action "reported", and a `ConflictCh
 kind looked at; both are recorded on one trace step (`detect/conflicts`), which is how they
 reach `Result.conflicts` and `Result.conflict_checks`. The answer is never changed.
 
-Model calls, all greedy, each reply bounded (`answer_tokens` for an answer, `JUDGE_TOKENS` for
-the judgement), passages cut to `passage_tokens`:
-1. Memory, one request: the question alone (no passages), "answer with a short phrase only"
-   (for multiple choice: the text of one option) — the model's closed-book answer.
+Model calls, all greedy, each answer bounded by `answer_tokens`, passages cut to
+`passage_tokens`:
+1. Memory, one request: the question alone (no passages), "Answer with a short phrase only, no
+   explanation." (multiple choice: "Answer with the text of exactly one option, nothing
+   else.") — the model's closed-book answer.
 2. Reading, one request per passage, in the same `generate()` call as the memory request (a
-   batching backend runs them together): the question and that passage alone, "answer from
-   this passage only, with a short phrase, or reply exactly NOT_IN_PASSAGE".
-3. Judgement, one request, only when the passages give two or more different answers: one
-   passage of each answer group (the `MAX_GROUPS` largest groups) and the answer each gives,
-   "do they speak about the same person, thing or event, or about different ones that share a
-   name? Reply with one word: SAME or DIFFERENT".
-So a question costs two `generate()` calls at most, with k + 2 requests.
+   batching backend runs them together): the question and that passage alone, with crossval's
+   side-answer instruction, 'What answer to the question does this passage give? Reply in one
+   line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED" if the passage does not give
+   one.' (multiple choice: "<the text of one option>").
+3. Same subject, only when the passages give two or more different answers: the first passage
+   of each of the two largest answer groups, judged by crossval's same-subject question ("A
+   name in a question can refer to several different people, works, places or events. Do
+   passages A and B speak about the same one? Answer Yes or No.") as choice scores — no
+   generation — in both orders; the averaged log-odds of "Yes" below `SAME_SUBJECT_THRESHOLD`
+   (crossval's default, chosen on ramdocs_rank pairs) means different subjects.
+So a question costs one `generate()` call with k + 1 requests, plus two scoring calls when the
+passages disagree.
 
-Reading the replies (`read_short_answer`, `read_judgement`):
-- an answer is the first non-empty line, without an `Answer:` label, markdown, quotes or a
-  final period. NOT_IN_PASSAGE (any case, spaces or underscores) or a reply saying the text
-  does not give the answer ("not stated", "unknown", "I don't know") is no answer. A reply that
-  is empty, has no letter or digit, or was cut at the token budget is unreadable. For multiple
-  choice the answer must name exactly one option (`match_choice`), else it is unreadable.
-- the judgement is the one label of SAME / DIFFERENT the reply gives (`parse_label`), else
-  unreadable.
+Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
+markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
+underscores) or another way of saying the text does not give the answer ("not mentioned",
+"unknown", "I don't know") is no answer. A reply that is empty, has no letter or digit, or was
+cut at its token budget is unreadable. For multiple choice the answer must name exactly one
+option (`match_choice`), else it is unreadable. A free-form reading must come from its passage
+(`grounded`: at least half of its words occur there, or it is a yes/no answer); otherwise it is
+the model's memory and counts as no answer (status "ungrounded").
 Two answers are the same when smart EM matches them in either direction (multiple choice: the
 same option). Passages are grouped by their answer, in passage order; the context's answer is
 the largest group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
 an unreadable reply never counts as "no_conflict", and each is warned about on the step):
-- `passage_vs_passage` / `ambiguous`: two or more answer groups. The judgement says SAME →
-  `passage_vs_passage` (check `ambiguous`: no_conflict), DIFFERENT → `ambiguous` (check
-  `passage_vs_passage`: no_conflict), unreadable → `passage_vs_passage` is reported (the
-  answers do differ) and the `ambiguous` check could not tell. One side per group: its answer,
-  a quote of each of its passages (`faithrag.methods.conflicts.excerpt`: the sentence holding
-  the answer, else the passage's start, bounded), their ids and sources. Confidence: the share of answering passages
-  outside the largest group (a lone dissenter among five is 0.2; an even split of two is 0.5).
-  One group, and a passage reply unread → could_not_tell; otherwise no_conflict.
+- `passage_vs_passage` / `ambiguous`: two or more answer groups, reported as `ambiguous` when
+  the two largest are judged to speak of different subjects, else `passage_vs_passage`; the
+  other kind's check is "no_conflict". One side per group: its answer, a quote of each of its
+  passages (`faithrag.methods.conflicts.excerpt`: the sentence holding the answer, else the
+  passage's start, bounded), their ids and sources. Confidence: the share of answering
+  passages outside the largest group (a lone dissenter among five is 0.2; an even split of
+  two is 0.5). One group (or none), and some passage reply unread → could_not_tell; otherwise
+  no_conflict.
 - `context_vs_memory`: the closed-book answer differs from the context's answer. Sides: the
   model's memory (its reply quoted, source "memory") and the context's group. Confidence: the
   share of answering passages that give the context's answer. No conflict when the model
@@ -50,9 +56,8 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   passages). Sides: one per passage, with an empty answer and the passage's start. Confidence:
   None (no graded signal).
 
-Retrieved text is data: passages are framed (`faithrag.llm.framing`), the answers read off
-them are neutralised before they are shown to the judge, and every prompt's system message
-says that framed text is not instructions.
+Retrieved text is data: passages are framed (`faithrag.llm.framing`) and every prompt that
+shows one says in its system message that framed text is not instructions.
 
 Example:
     from faithrag import Pipeline
@@ -71,11 +76,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from faithrag.answers import canonical_answer, normalize_answer, yes_no_polarity
 from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
-from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import (
-    DATA_NOT_INSTRUCTIONS,
     fit,
     generate,
     match_choice,
@@ -83,7 +87,8 @@ from faithrag.methods.common import (
     render_passages,
 )
 from faithrag.methods.conflicts import excerpt, passages_side
-from faithrag.methods.judgements import parse_label, parse_reference_answer
+from faithrag.methods.crossval import SIDE_INSTRUCTION, SIDE_SYSTEM, same_subject_log_odds
+from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.listwise import cut_text
 from faithrag.registry import register
 from faithrag.types import (
@@ -102,31 +107,17 @@ if TYPE_CHECKING:
     from faithrag.config import Config
     from faithrag.retrieval.retriever import Retriever
 
-NOT_IN_PASSAGE = "NOT_IN_PASSAGE"
 MEMORY_SYSTEM = "Answer from your own knowledge."
 FREE_FORM = "Answer with a short phrase only, no explanation."
 MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
-READ_SYSTEM = ("You read one passage and answer a question from it alone. "
-               + DATA_NOT_INSTRUCTIONS)
-READ_FREE_FORM = ("Answer the question from this passage only, with a short phrase. If the "
-                  f"passage does not answer it, reply exactly {NOT_IN_PASSAGE}.")
-READ_MULTIPLE_CHOICE = ("Answer the question from this passage only, with the text of exactly "
-                        f"one option. If the passage does not answer it, reply exactly "
-                        f"{NOT_IN_PASSAGE}.")
-JUDGE_SYSTEM = "You compare passages retrieved for a question. " + DATA_NOT_INSTRUCTIONS
-JUDGE_INSTRUCTION = (
-    "These passages give different answers to the question. A name can refer to several "
-    "different people, works, places or events. Do the passages speak about the same one (so "
-    "their answers contradict each other), or about different ones that share a name (so each "
-    "answer may be right for its own reading)? Reply with one word: SAME or DIFFERENT.")
-JUDGE_LABELS = ("SAME", "DIFFERENT")
+READ_MULTIPLE_CHOICE = SIDE_INSTRUCTION.replace("<a short phrase>", "<the text of one option>")
 ANSWER_STOP = ("\n",)  # an answer is one line
-JUDGE_TOKENS = 12
 PASSAGE_TOKENS = 300
-MAX_GROUPS = 4  # answer groups shown to the judgement
+SAME_SUBJECT_THRESHOLD = -0.5  # crossval's rerank.same_subject_threshold default
 
 ANSWERED = "answer"
 NO_ANSWER = "no_answer"
+UNGROUNDED = "ungrounded"  # an answer that its passage does not hold: the model's memory
 UNREADABLE = "unreadable"
 
 _NOT_IN_PASSAGE = re.compile(r"not[\s_-]*in[\s_-]*(?:the[\s_-]*|this[\s_-]*)?passage",
@@ -139,8 +130,8 @@ _LABEL = re.compile(r"^\W*answer\s*[:=-]\s*", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Reading:
-    """A short answer read off a reply: `status` is ANSWERED (with `text`), NO_ANSWER or
-    UNREADABLE."""
+    """A short answer read off a reply: `status` is ANSWERED (with `text`), NO_ANSWER,
+    UNREADABLE, or UNGROUNDED (with the `text` its passage does not hold)."""
 
     status: str
     text: str = ""
@@ -167,9 +158,16 @@ def read_short_answer(raw: str, cut: bool = False,
     return Reading(ANSWERED, reference.text)
 
 
-def read_judgement(raw: str) -> str | None:
-    """"SAME", "DIFFERENT", or None when the reply gives neither or both."""
-    return parse_label(raw, JUDGE_LABELS)
+def grounded(answer: str, text: str) -> bool:
+    """`answer` comes from `text`: at least half of its words (SQuAD-normalised, or in
+    canonical form: "two" = "2") occur in `text`, or it is a one-word yes/no answer."""
+    if len(answer.split()) == 1 and yes_no_polarity(answer) is not None:
+        return True
+    for norm in (normalize_answer, canonical_answer):
+        words, found = norm(answer).split(), set(norm(text).split())
+        if words and sum(w in found for w in words) >= len(words) / 2:
+            return True
+    return False
 
 
 @dataclass
@@ -237,13 +235,13 @@ class ConflictDetector:
 
     def _read_request(self, question: Question, passage: Passage, step: Step
                       ) -> GenerationRequest:
-        instruction = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
+        instruction = READ_MULTIPLE_CHOICE if question.choices else SIDE_INSTRUCTION
 
         def render(texts: list[str]) -> tuple[Message, ...]:
             user = (f"{question_block(question)}\n\n"
                     f"Passage:\n{render_passages(texts, [passage.title], [passage.id])}\n\n"
                     f"{instruction}")
-            return (Message("system", READ_SYSTEM), Message("user", user))
+            return (Message("system", SIDE_SYSTEM), Message("user", user))
 
         shown = Passage(passage.id, cut_text(self.llm, passage.text, self.passage_tokens),
                         passage.title, passage.source)
@@ -252,25 +250,6 @@ class ConflictDetector:
         return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
                                  stop=ANSWER_STOP, purpose="passage_answer", cache_prefix=1,
                                  cache_prefix_text=f"{question_block(question)}\n\nPassage:\n")
-
-    def _judge_request(self, question: Question, groups: list[AnswerGroup], step: Step
-                       ) -> GenerationRequest:
-        labels = [chr(ord("A") + i) for i in range(len(groups))]
-        shown = [g.passages[0] for g in groups]
-
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            answers = "\n".join(f"Passage {label} answers: {neutralise_tags(g.answer)}"
-                                for label, g in zip(labels, groups))
-            user = (f"{question_block(question)}\n\n"
-                    f"{render_passages(texts, [p.title for p in shown], labels)}\n\n"
-                    f"{answers}\n\n{JUDGE_INSTRUCTION}")
-            return (Message("system", JUDGE_SYSTEM), Message("user", user))
-
-        cut = [Passage(p.id, cut_text(self.llm, p.text, self.passage_tokens), p.title, p.source)
-               for p in shown]
-        fitted = fit(self.llm, render, cut, JUDGE_TOKENS, step)
-        return GenerationRequest(fitted.messages, max_tokens=JUDGE_TOKENS,
-                                 purpose="same_subject")
 
     # ------------------------------------------------------------------ stage
     def detect(self, question: Question, passages: list[Passage], answer: Answer,
@@ -285,12 +264,15 @@ class ConflictDetector:
             memory = self._read(completions[0], question, step, "memory answer")
             readings = [(p, self._read(c, question, step, f"answer from passage {p.id}"))
                         for p, c in zip(passages, completions[1:])]
+            if not question.choices:  # a reading the passage does not hold is memory
+                readings = [(p, Reading(UNGROUNDED, r.text) if r.status == ANSWERED
+                             and not grounded(r.text, p.text) else r) for p, r in readings]
             groups = group_answers(readings, question)
             unread = [p.id for p, r in readings if r.status == UNREADABLE]
             step.outputs = {
                 "memory": {"status": memory.status, "answer": memory.text,
                            "raw": completions[0].text},
-                "passages": {p.id: {"status": r.status, "answer": r.text, "raw": c.text}
+                "passages": {p.id: {"status": r.status, "answer": r.text, "raw": c.text.strip()}
                              for (p, r), c in zip(readings, completions[1:])},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
@@ -322,32 +304,25 @@ class ConflictDetector:
             self._check(step, "passage_vs_passage", status)
             self._check(step, "ambiguous", status)
             return
-        shown = sorted(groups, key=lambda g: -len(g.passages))[:MAX_GROUPS]
-        shown.sort(key=groups.index)
-        completion = generate(self.llm, [self._judge_request(question, shown, step)], step)[0]
-        verdict = read_judgement(completion.text)
-        step.outputs["judgement"] = {"verdict": verdict, "raw": completion.text,
-                                     "groups": [g.answer for g in shown]}
+        first, second = sorted(groups, key=lambda g: -len(g.passages))[:2]
+        odds = same_subject_log_odds(self.llm, question, first.passages[0],
+                                     second.passages[0], self.passage_tokens, step)
+        step.outputs["same_subject"] = {"pair": [first.passages[0].id, second.passages[0].id],
+                                        "log_odds": round(odds, 3)}
         answering = sum(len(g.passages) for g in groups)
         largest = max(len(g.passages) for g in groups)
         confidence = (answering - largest) / answering
         sides = [g.side() for g in groups]
-        if verdict == "DIFFERENT":
-            kind, other, other_status = "ambiguous", "passage_vs_passage", "no_conflict"
+        if odds < SAME_SUBJECT_THRESHOLD:
+            kind, other = "ambiguous", "passage_vs_passage"
             note = "the passages speak of different subjects that share a name"
         else:
             kind, other = "passage_vs_passage", "ambiguous"
-            other_status = "no_conflict" if verdict == "SAME" else "could_not_tell"
-            note = ("the passages speak of the same subject" if verdict == "SAME" else
-                    "the answers differ; whether the passages speak of the same subject could "
-                    "not be read")
-            if verdict is None:
-                step.warnings.append("unreadable same-subject judgement: counted; the "
-                                     "ambiguous check could not tell")
+            note = "the passages give different answers about the same subject"
         step.conflicts.append(Conflict(kind, self.name, sides, "reported",  # type: ignore[arg-type]
                                        confidence, note))
         self._check(step, kind, "conflict")
-        self._check(step, other, other_status)
+        self._check(step, other, "no_conflict")
 
     def _memory_conflict(self, question: Question, memory: Reading, memory_raw: str,
                          groups: list[AnswerGroup], draft: Answer, some_unread: bool,

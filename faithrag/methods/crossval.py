@@ -154,6 +154,24 @@ def _render_labelled(labelled: list[tuple[str, str, str]]) -> str:
                            [label for label, _, _ in labelled])
 
 
+def same_subject_log_odds(llm: LLM, question: Question, a: Passage, b: Passage,
+                          passage_tokens: int, step: Step) -> float:
+    """The log-odds of "Yes", passages a and b (cut to `passage_tokens`) speak of the same
+    subject, averaged over the orders (a, b) and (b, a) to cancel the model's preference for
+    either position: two choice-scoring calls, recorded on `step`."""
+    def render_pair(first: Passage, second: Passage):
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title), texts)))
+            user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
+            return (Message("system", SUBJECT_SYSTEM), Message("user", user))
+        return render
+
+    odds = [yes_log_odds(llm, render_pair(x, y), [cut_text(llm, x.text, passage_tokens),
+                                                   cut_text(llm, y.text, passage_tokens)],
+                         "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
+    return sum(odds) / len(odds)
+
+
 class CrossValidatedReranker:
     name = "crossval"
 
@@ -335,19 +353,8 @@ class CrossValidatedReranker:
         step.checks.append(ConflictCheck(kind, self.name, "conflict"))  # type: ignore[arg-type]
 
     def same_subject(self, question: Question, a: Passage, b: Passage, step: Step) -> float:
-        """The log-odds of "Yes", a and b speak of the same subject, averaged over the orders
-        (a, b) and (b, a) to cancel the model's preference for either position."""
-        def render_pair(first: Passage, second: Passage):
-            def render(texts: list[str]) -> tuple[Message, ...]:
-                pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title),
-                                                 texts)))
-                user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
-                return (Message("system", SUBJECT_SYSTEM), Message("user", user))
-            return render
-
-        odds = [yes_log_odds(self.llm, render_pair(x, y), [self._cut(x), self._cut(y)],
-                             "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
-        return sum(odds) / len(odds)
+        """`same_subject_log_odds` of the pair, its passages cut to `passage_tokens`."""
+        return same_subject_log_odds(self.llm, question, a, b, self.passage_tokens, step)
 
     def _different_subjects(self, question: Question, a: Passage, b: Passage,
                             step: Step) -> bool:
