@@ -305,11 +305,14 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _stages_registered(self) -> Config:
-        """Every stage named in `pipeline` is registered."""
+        """Every stage named in `pipeline` is registered, and an `on_conflict` policy that acts
+        on conflicts has a stage that reports them."""
         from faithrag import registry
 
         for kind, name in self.pipeline.stages():
             registry.stage(kind, name)
+        registry.check_conflict_policy(self.pipeline.on_conflict,
+                                       self.pipeline.stages())  # type: ignore[arg-type]
         return self
 
     @classmethod

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 from faithrag.pipeline import Result
+from faithrag.types import ConflictSide
 
 
 def _short(value: Any, width: int = 300) -> str:
@@ -32,6 +33,33 @@ def _render_output(key: str, value: Any, indent: str = "    ") -> list[str]:
 def render_answer(result: Result) -> str:
     status = "" if result.answer.parse_status == "ok" else f"  [{result.answer.parse_status}]"
     return f"Answer: {result.answer.text}{status}"
+
+
+def _side(side: ConflictSide) -> str:
+    said = (f'"{side.answer}"' if side.answer.strip()
+            else f"(no answer read) {_short(side.quote.splitlines()[0], 70) if side.quote else ''}")
+    where = ", ".join(f"[{i}]" for i in side.passages) or side.source
+    source = f" ({side.source})" if side.passages and side.source else ""
+    return f"{said.strip()} per {where}{source}" if where else said.strip()
+
+
+def render_conflicts(result: Result) -> str:
+    """The conflict report as a short block: each conflict's kind, stage, action and
+    confidence, then its sides with their passage ids; then the checks that could not tell.
+    Empty when there is nothing to say."""
+    lines = []
+    if result.conflicts:
+        lines.append(f"Conflicts ({len(result.conflicts)}):")
+    for conflict in result.conflicts:
+        sure = (f", confidence {conflict.confidence:.2f}" if conflict.confidence is not None
+                else "")
+        lines.append(f"  - {conflict.kind} (by {conflict.stage}: {conflict.action}{sure})")
+        lines.extend(f"      {_side(side)}" for side in conflict.sides)
+    unsure = sorted({f"{c.kind} ({c.stage})" for c in result.conflict_checks
+                     if c.status == "could_not_tell"})
+    if unsure:
+        lines.append("Could not tell (a reply could not be read): " + ", ".join(unsure))
+    return "\n".join(lines)
 
 
 def render_explanation(result: Result) -> str:
@@ -62,4 +90,7 @@ def render_explanation(result: Result) -> str:
     lines.append(render_answer(result))
     if result.answer.reason:
         lines.append(f"Reason: {result.answer.reason}")
+    conflicts = render_conflicts(result)
+    if conflicts:
+        lines.extend(["", conflicts])
     return "\n".join(lines)

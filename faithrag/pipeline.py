@@ -1,4 +1,5 @@
-"""retrieve -> rerank -> generate -> verify, and `Pipeline.from_config`, the one way to build it.
+"""retrieve -> rerank -> generate -> verify -> detect, and `Pipeline.from_config`, the one way to
+build it.
 
 Every stage but generation is optional; stages plug in through the protocols in
 faithrag.methods.base and are found by name in faithrag.registry.
@@ -22,8 +23,16 @@ from faithrag import registry
 from faithrag.config import Config, set_dotted
 from faithrag.errors import ConfigError, InputError
 from faithrag.llm.base import LLM
-from faithrag.methods.base import Generator, RemovedPassage, Reranker, Retriever, Verifier
-from faithrag.types import Answer, Conflict, ConflictCheck, Passage, Question, Trace
+from faithrag.methods.base import (
+    Detector,
+    Generator,
+    RemovedPassage,
+    Reranker,
+    Retriever,
+    Verifier,
+)
+from faithrag.methods.conflicts import POLICIES, apply_on_conflict
+from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictCheck, Passage, Question, Trace
 
 # Keyword settings of `Pipeline.from_config` that name a configuration key directly; any other
 # keyword is `section__key` (e.g. csrag__alpha=-3 sets csrag.alpha).
@@ -31,6 +40,8 @@ SETTING_ALIASES = {
     "method": "pipeline.method",
     "rerank": "pipeline.rerank",
     "verify": "pipeline.verify",
+    "detect": "pipeline.detect",
+    "on_conflict": "pipeline.on_conflict",
     "model": "llm.model",
     "backend": "llm.backend",
     "base_url": "llm.base_url",
@@ -74,6 +85,10 @@ class Result:
             "removed": [{"id": r.passage.id, "reason": r.reason, "text": r.passage.text}
                         for r in self.removed],
             "conflicts": [asdict(c) for c in self.conflicts],
+            # what the on_conflict policy did (None when it left the answer to the stages)
+            "on_conflict": ({key: self.answer.meta[key] for key in
+                             ("on_conflict", "conflicts", "resolved_answer")}
+                            if "on_conflict" in self.answer.meta else None),
             "conflict_checks": [asdict(c) for c in self.conflict_checks],
             "trace": self.trace.to_dict(),
         }
@@ -96,19 +111,30 @@ def configure(config: Config | str | Path | None = None,
 
 
 class Pipeline:
-    """retrieve -> rerank -> generate -> verify over the stages given.
+    """retrieve -> rerank -> generate -> verify -> detect over the stages given, then the
+    `on_conflict` policy over the conflicts the stages reported (faithrag.methods.conflicts:
+    "resolve" leaves the answer to the stages, "surface" gives each reading with its sources,
+    "abstain" says the evidence conflicts; a context-vs-memory conflict alone changes nothing,
+    since the context is trusted over the model's memory).
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
     stages built by hand)."""
 
     def __init__(self, generator: Generator, retriever: Retriever | None = None,
-                 reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5):
+                 reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5,
+                 detector: Detector | None = None, on_conflict: str = "resolve"):
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}", "Set retrieval.k to a positive number.")
+        if on_conflict not in POLICIES:
+            raise ConfigError(f"Unknown on_conflict policy '{on_conflict}'.",
+                              f"Choose one of: {', '.join(POLICIES)} (--on-conflict, or "
+                              "pipeline.on_conflict in a config).")
+        self.on_conflict = on_conflict
         self.generator = generator
         self.retriever = retriever
         self.reranker = reranker
         self.verifier = verifier
+        self.detector = detector
         self.k = k
 
     @classmethod
@@ -120,7 +146,8 @@ class Pipeline:
         """The pipeline `config` describes.
 
         - `config`: a Config, a TOML file, or None for the defaults; `settings` override it
-          (`method=`, `rerank=`, `verify=`, `model=`, `backend=`, `base_url=`, `k=`, `mode=`,
+          (`method=`, `rerank=`, `verify=`, `detect=`, `on_conflict=`, `model=`, `backend=`,
+          `base_url=`, `k=`, `mode=`,
           or any key as `section__key`, e.g. `csrag__alpha=-3`).
         - Evidence, at most one of: `docs` (a file or folder of .txt/.md/.jsonl, indexed in
           memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
@@ -156,6 +183,7 @@ class Pipeline:
     def from_parts(cls, config: Config, llm: LLM, retriever: Retriever | None = None) -> Pipeline:
         """The stages `config.pipeline` names, around a loaded `llm` and an open `retriever`."""
         p = config.pipeline
+        registry.check_conflict_policy(p.on_conflict, p.stages())  # type: ignore[arg-type]
         stage = registry.stage
         check_scoring = getattr(llm, "check_answer_scoring", None)
         if check_scoring is not None and stage("generator", p.method).scores_options:
@@ -166,6 +194,8 @@ class Pipeline:
             reranker=stage("reranker", p.rerank).build(llm, config, retriever) if p.rerank else None,
             verifier=stage("verifier", p.verify).build(llm, config, retriever) if p.verify else None,
             k=config.retrieval.k,
+            detector=stage("detector", p.detect).build(llm, config, retriever) if p.detect else None,
+            on_conflict=p.on_conflict,
         )
 
     def run(self, question: Question | str, passages: Sequence[Passage] | None = None,
@@ -190,7 +220,24 @@ class Pipeline:
         answer = self.generator.generate(question, passages, trace)
         if self.verifier is not None:
             answer = self.verifier.verify(question, passages, answer, trace)
+        if self.detector is not None:
+            self.detector.detect(question, passages, answer, trace)
+        if self.on_conflict != "resolve":
+            answer = self._apply_policy(question, answer, trace)
         return Result(question, answer, passages, removed, trace)
+
+    def _apply_policy(self, question: Question, answer: Answer, trace: Trace) -> Answer:
+        """The answer under `on_conflict`, recorded as a `policy/on_conflict` step."""
+        with trace.step("policy", "on_conflict", policy=self.on_conflict) as step:
+            conflicts = trace.conflicts
+            final = apply_on_conflict(question, answer, conflicts, self.on_conflict)
+            acted = final.meta.get("conflicts", []) if final is not answer else []
+            step.outputs = {"conflicts": acted, "answer": final.text}
+            step.decision = (
+                f"{final.meta['on_conflict']}: {len(acted)} conflict(s) of "
+                f"{', '.join(sorted({conflicts[i].kind for i in acted}))}" if acted else
+                f"no conflict of {', '.join(POLICY_KINDS)} reported: the answer stands")
+            return final
 
     def rerank(self, question: Question | str, passages: Sequence[Passage],
                trace: Trace | None = None) -> Result:
@@ -226,9 +273,12 @@ class Pipeline:
 
 def check_stages(config: Config) -> None:
     """ConfigError when a stage `config` names lacks what it needs (a verifier's knowledge
-    base); cheap, so callers run it before loading a model or an index."""
+    base), or when its on_conflict policy has no stage that reports conflicts; cheap, so
+    callers run it before loading a model or an index."""
     for kind, name in config.pipeline.stages():
         registry.stage(kind, name).check(config)
+    registry.check_conflict_policy(config.pipeline.on_conflict,
+                                   config.pipeline.stages())  # type: ignore[arg-type]
 
 
 def make_question(question: Question | str, choices: Sequence[str] | None = None) -> Question:

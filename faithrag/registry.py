@@ -16,6 +16,9 @@ Contract:
 - `choices` marks generators that answer by picking one of the question's options;
   `scores_options` those that score the options' tokens after a partial answer, which a backend
   may be unable to do exactly (its `check_answer_scoring(name)` then refuses the stage).
+- `reports_conflicts` names the kinds of conflict (faithrag.types.CONFLICT_KINDS) a stage adds
+  to the conflict report (`Step.conflicts`); a pipeline with an `on_conflict` policy other than
+  "resolve" needs a stage that reports a kind the policy acts on (`check_conflict_policy`).
 - `requires(config)`, if given, raises ConfigError when the configuration lacks what the stage
   needs (a verifier's knowledge base); `Pipeline.from_config` runs it before any model loads.
 
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from faithrag.errors import ConfigError
+from faithrag.types import CONFLICT_KINDS, POLICY_KINDS
 
 if TYPE_CHECKING:
     from faithrag.config import Config
@@ -66,6 +70,7 @@ class StageSpec:
     description: str = ""
     requires: Callable[[Config], None] | None = None
     scores_options: bool = False
+    reports_conflicts: tuple[str, ...] = ()
 
     def check(self, config: Config) -> None:
         """Raise ConfigError if `config` lacks what this stage needs."""
@@ -82,12 +87,16 @@ _builtins_loaded = False
 
 def register(kind: Kind, name: str, *, section: str | None = None, choices: bool = False,
              description: str = "", requires: Callable[[Config], None] | None = None,
-             scores_options: bool = False) -> Callable[[Factory], Factory]:
+             scores_options: bool = False, reports_conflicts: tuple[str, ...] = ()
+             ) -> Callable[[Factory], Factory]:
     """Register the decorated factory as stage `name` of `kind`; returns it unchanged."""
     from faithrag.config import Config
 
     if kind not in _STAGES:
         raise ValueError(f"unknown stage kind {kind!r}; one of {', '.join(KINDS)}")
+    unknown = set(reports_conflicts) - set(CONFLICT_KINDS)
+    if unknown:
+        raise ValueError(f"{LABELS[kind]} {name!r}: unknown conflict kinds {sorted(unknown)}")
     if section is not None and section not in Config.model_fields:
         raise ValueError(f"{LABELS[kind]} {name!r}: no configuration section {section!r}")
 
@@ -95,7 +104,7 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
         if name in _STAGES[kind]:
             raise ValueError(f"{LABELS[kind]} {name!r} is registered twice")
         _STAGES[kind][name] = StageSpec(kind, name, factory, section, choices, description,
-                                        requires, scores_options)
+                                        requires, scores_options, reports_conflicts)
         return factory
     return decorate
 
@@ -142,3 +151,19 @@ def build(kind: Kind, name: str, llm: LLM, config: Config,
 def choice_methods() -> frozenset[str]:
     """Generators that answer by picking one of the question's options."""
     return frozenset(spec.name for spec in stages("generator") if spec.choices)
+
+
+def check_conflict_policy(on_conflict: str, named: list[tuple[Kind, str]]) -> None:
+    """ConfigError when `on_conflict` acts on conflicts ("surface", "abstain") but none of the
+    stages `named` ((kind, name) pairs) reports a kind it acts on (types.POLICY_KINDS)."""
+    def acted_on(spec: StageSpec) -> bool:
+        return bool(set(spec.reports_conflicts) & set(POLICY_KINDS))
+
+    if on_conflict == "resolve" or any(acted_on(stage(kind, name)) for kind, name in named):
+        return
+    others = [f"{FLAGS[spec.kind]} {spec.name}" for kind in KINDS for spec in stages(kind)
+              if acted_on(spec) and (spec.kind, spec.name) != ("detector", "conflicts")]
+    raise ConfigError(f"on_conflict={on_conflict} needs a stage that reports conflicts between "
+                      "sources, and this pipeline has none.",
+                      "Add --detect conflicts (detect='conflicts' in Python)"
+                      + (f", or use {', '.join(others)}" if others else "") + ".")

@@ -61,6 +61,9 @@ class LLMCallRecord:
 ConflictKind = Literal["context_vs_memory", "passage_vs_passage", "ambiguous",
                        "contradicted_by_trusted_kb", "low_relevance"]
 CONFLICT_KINDS: tuple[str, ...] = ConflictKind.__args__
+# The kinds the pipeline's `on_conflict` policy acts on ("surface", "abstain"); the others are
+# reported only (see faithrag.methods.conflicts).
+POLICY_KINDS: tuple[str, ...] = ("passage_vs_passage", "ambiguous", "contradicted_by_trusted_kb")
 # What the pipeline did about a conflict: `reported` = found and left alone (detect-only).
 ConflictAction = Literal["kept", "removed", "repaired", "fell_back", "surfaced", "abstained",
                          "reported"]

@@ -155,3 +155,63 @@ def test_single_stage_calls_refuse_a_missing_stage_or_an_empty_draft():
         pipeline.verify("q?", [], "draft")
     with pytest.raises(InputError, match="draft answer is empty"):
         Pipeline(VanillaRAG(FakeLLM()), verifier=Shout()).verify("q?", [], " ")
+
+
+class Disagreement:
+    """A detector double that reports one passage conflict (or a memory one) on its step."""
+
+    name = "disagreement"
+
+    def __init__(self, kind="passage_vs_passage"):
+        self.kind = kind
+
+    def detect(self, question, passages, answer, trace):
+        from faithrag.types import Conflict, ConflictSide
+
+        with trace.step("detect", self.name) as step:
+            step.conflicts.append(Conflict(self.kind, self.name, [
+                ConflictSide("yes", passages[0].text, [passages[0].id]),
+                ConflictSide("no", passages[1].text, [passages[1].id])], "reported"))
+            return list(step.conflicts)
+
+
+@pytest.mark.parametrize("policy, text", [
+    ("resolve", "yes"),
+    ("surface", "yes (per [p0]); no (per [p1]) — the sources disagree"),
+    ("abstain", ("The evidence conflicts, so no single answer is given: yes (per [p0]); no "
+                 "(per [p1]).")),
+])
+def test_the_conflict_policy_runs_after_every_stage(policy, text):
+    passages = [Passage(f"p{i}", f"text {i}") for i in range(2)]
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="yes")), detector=Disagreement(),
+                        on_conflict=policy)
+    result = pipeline.run("q?", passages)
+    assert result.answer.text == text
+    stages = [s.stage for s in result.trace.steps]
+    assert stages == ["generate", "detect"] + ([] if policy == "resolve" else ["policy"])
+    data = result.to_dict()
+    assert data["conflicts"][0]["action"] == {"resolve": "reported", "surface": "surfaced",
+                                              "abstain": "abstained"}[policy]
+    assert data["on_conflict"] == (None if policy == "resolve" else {
+        "on_conflict": policy, "conflicts": [0], "resolved_answer": "yes"})
+
+
+def test_a_memory_conflict_alone_leaves_the_answer_under_every_policy():
+    passages = [Passage(f"p{i}", f"text {i}") for i in range(2)]
+    for policy in ("surface", "abstain"):
+        result = Pipeline(VanillaRAG(FakeLLM(default="yes")),
+                          detector=Disagreement("context_vs_memory"),
+                          on_conflict=policy).run("q?", passages)
+        assert result.answer.text == "yes"
+        assert "the answer stands" in result.trace.steps[-1].decision
+
+
+def test_a_policy_is_checked_when_the_pipeline_is_configured():
+    with pytest.raises(ConfigError, match="on_conflict"):
+        Pipeline(VanillaRAG(FakeLLM()), on_conflict="guess")
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.from_config(llm=FakeLLM(), backend="fake", on_conflict="surface")
+    assert "--detect conflicts" in caught.value.hint
+    pipeline = Pipeline.from_config(llm=FakeLLM(), backend="fake", on_conflict="abstain",
+                                    detect="conflicts")
+    assert pipeline.on_conflict == "abstain" and pipeline.detector is not None

@@ -95,3 +95,34 @@ def test_a_backend_that_cannot_score_options_refuses_those_stages_when_built():
     with pytest.raises(ConfigError, match="Stage 'csrag_choices'"):
         Pipeline.from_config(method="csrag_choices", llm=NoScoring())
     assert Pipeline.from_config(method="vanilla", llm=NoScoring()).generator.name == "vanilla"
+
+
+def test_the_stages_that_report_conflicts_say_which_kinds():
+    reporting = {(s.kind, s.name): s.reports_conflicts for kind in registry.KINDS
+                 for s in registry.stages(kind) if s.reports_conflicts}
+    assert reporting[("detector", "conflicts")] == (
+        "context_vs_memory", "passage_vs_passage", "ambiguous", "low_relevance")
+    assert {("reranker", "crossval"), ("verifier", "antisyco"), ("generator", "cfrag"),
+            ("generator", "csrag")} <= set(reporting)
+    assert not registry.stage("generator", "vanilla").reports_conflicts
+    with pytest.raises(ValueError, match="unknown conflict kinds"):
+        registry.register("generator", "echo3", reports_conflicts=("disagreement",))(
+            lambda llm, config, retriever: Echo())
+
+
+@pytest.mark.parametrize("settings, ok", [
+    ({"pipeline.on_conflict": "surface"}, False),
+    ({"pipeline.on_conflict": "abstain", "pipeline.method": "csrag"}, False),  # memory only
+    ({"pipeline.on_conflict": "surface", "pipeline.detect": "conflicts"}, True),
+    ({"pipeline.on_conflict": "abstain", "pipeline.rerank": "crossval"}, True),
+    ({"pipeline.on_conflict": "surface", "pipeline.method": "cfrag"}, True),
+    ({"pipeline.on_conflict": "resolve"}, True),
+])
+def test_a_policy_that_acts_on_conflicts_needs_a_stage_that_reports_them(settings, ok):
+    if ok:
+        Config.load(None, settings)
+        return
+    with pytest.raises(ConfigError) as caught:
+        Config.load(None, settings)
+    assert "--detect conflicts" in caught.value.hint
+    assert "--rerank crossval" in caught.value.hint and "--method cfrag" in caught.value.hint

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from faithrag.cli.common import add_method_options, add_model_options, config_from_args
-from faithrag.explain import render_answer, render_explanation
+from faithrag.explain import render_answer, render_conflicts, render_explanation
 from faithrag.pipeline import Pipeline, make_question
 
 
@@ -37,4 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(render_explanation(result))
     else:
         print(render_answer(result))
+        conflicts = render_conflicts(result)
+        if conflicts:
+            print(conflicts)
     return 0

@@ -28,6 +28,12 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                    "(default: vanilla)")
     g.add_argument("--rerank", help=f"re-ranking stage: {', '.join(registry.names('reranker'))}")
     g.add_argument("--verify", help=f"verification stage: {', '.join(registry.names('verifier'))}")
+    g.add_argument("--detect", help="conflict detector, reports and changes nothing: "
+                   f"{', '.join(registry.names('detector'))}")
+    g.add_argument("--on-conflict", choices=["resolve", "surface", "abstain"],
+                   help="when a stage reports conflicting sources: resolve (the stages decide, "
+                   "default), surface (give each reading with its sources), abstain (say the "
+                   "evidence conflicts)")
     g.add_argument("--kb", help="trusted knowledge base for --verify antisyco: an index "
                    "directory, lancedb:URI, or a folder of documents (sets antisyco.kb)")
     g.add_argument("-k", type=int, help="passages to retrieve")
@@ -66,6 +72,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         "pipeline.method": getattr(args, "method", None),
         "pipeline.rerank": getattr(args, "rerank", None),
         "pipeline.verify": getattr(args, "verify", None),
+        "pipeline.detect": getattr(args, "detect", None),
+        "pipeline.on_conflict": getattr(args, "on_conflict", None),
         "antisyco.kb": getattr(args, "kb", None),
         "retrieval.k": getattr(args, "k", None),
         **parse_set_options(getattr(args, "set", None) or []),

@@ -34,6 +34,19 @@ REPAIR goes before FALLBACK: when both hold, trusted evidence against the draft 
 for the answer than the model's memory. Every phase always runs, so each record carries all the
 judgements.
 
+Conflict report (on the decide step):
+- each contradicted claim is a `contradicted_by_trusted_kb` conflict: one side the draft (its
+  answer, the claim quoted, the retrieved passages that hold the draft's answer, source
+  "draft"), the other the trusted passages (the answer read off them in qa mode, empty in
+  judge mode; a quote of each; source the knowledge base's); confidence the contradiction
+  score; action "repaired", or "kept" when the repair gave the draft's answer again. The check
+  is "conflict", else "could_not_tell" when some claim's score is unreadable, else
+  "no_conflict" (none when there was no claim to check);
+- relevance below `relevance_threshold` is a `low_relevance` conflict, one side per retrieved
+  passage (no answer, its start quoted); confidence 1 - relevance; action "fell_back",
+  "repaired" or "kept" after the decision. The check could not tell when the relevance score
+  is unreadable.
+
 An unreadable judgement (see faithrag.methods.judgements) is counted in
 `answer.meta["unparsable"]`, named in `unparsable_fields` and warned about in the trace. Its
 stated default never changes the draft on its own: an unreadable relevance or support does not
@@ -54,6 +67,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.llm.framing import neutralise_tags
+from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
     fit,
@@ -61,6 +75,7 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import (
     parse_claims,
     parse_label,
@@ -72,7 +87,16 @@ from faithrag.registry import register
 from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import open_knowledge_base
 from faithrag.retrieval.retriever import Retriever
-from faithrag.types import Answer, Passage, Question, Step, Trace
+from faithrag.types import (
+    Answer,
+    Conflict,
+    ConflictCheck,
+    ConflictSide,
+    Passage,
+    Question,
+    Step,
+    Trace,
+)
 
 PASS, REPAIR, FALLBACK = "PASS", "REPAIR", "FALLBACK"
 DECISIONS = (PASS, REPAIR, FALLBACK)
@@ -197,7 +221,7 @@ class AntiSycophancyVerifier:
         reflection = self._reflect(question, passages, answer, trace, unreadable)
         claims = self._claims(question, answer, trace, unreadable)
         checks = self._falsify(question, answer, claims, trace, unreadable)
-        return self._decide(question, answer, reflection, checks, trace, unreadable)
+        return self._decide(question, passages, answer, reflection, checks, trace, unreadable)
 
     # ----- phase 2: reflection -----
 
@@ -327,8 +351,9 @@ class AntiSycophancyVerifier:
 
     # ----- phase 4: decision -----
 
-    def _decide(self, question: Question, draft: Answer, reflection: Reflection,
-                checks: list[ClaimCheck], trace: Trace, unreadable: list[str]) -> Answer:
+    def _decide(self, question: Question, passages: list[Passage], draft: Answer,
+                reflection: Reflection, checks: list[ClaimCheck], trace: Trace,
+                unreadable: list[str]) -> Answer:
         with trace.step("verify", "antisyco/decide", draft=draft.text) as step:
             contradicted = [(i, c) for i, c in enumerate(checks, 1)
                             if c.score is not None and c.score >= self.contradiction_threshold]
@@ -365,7 +390,49 @@ class AntiSycophancyVerifier:
             step.decision = decision
             step.outputs = {"reasons": reasons, "answer": answer.text,
                             "parse_status": answer.parse_status}
+            self._report_contradictions(passages, draft, answer, checks, step)
+            self._report_relevance(passages, reflection, decision, step)
             return answer
+
+    # ----- conflict report -----
+
+    def _report_contradictions(self, passages: list[Passage], draft: Answer, answer: Answer,
+                               checks: list[ClaimCheck], step: Step) -> None:
+        kind = "contradicted_by_trusted_kb"
+        if not checks:
+            return
+        contradicted = [c for c in checks
+                        if c.score is not None and c.score >= self.contradiction_threshold]
+        holding = [p for p in passages if draft.text.strip()
+                   and containment(p.text, [draft.text])]
+        repeated = same_answer(answer.text, draft.text) if answer.text.strip() else False
+        for check in contradicted:
+            draft_side = ConflictSide(draft.text, check.claim, [p.id for p in holding], "draft")
+            trusted = passages_side(check.reference or "", check.evidence)
+            trusted.source = trusted.source or self.kb_name
+            step.conflicts.append(Conflict(
+                kind, self.name, [draft_side, trusted], "kept" if repeated else "repaired",
+                check.score, f"claim contradicted by the trusted knowledge base: {check.claim}"))
+        unread = any(c.evidence and c.score is None for c in checks)
+        status = "conflict" if contradicted else "could_not_tell" if unread else "no_conflict"
+        step.checks.append(ConflictCheck(kind, self.name, status))
+
+    def _report_relevance(self, passages: list[Passage], reflection: Reflection, decision: str,
+                          step: Step) -> None:
+        kind = "low_relevance"
+        if reflection.relevance is None:
+            step.checks.append(ConflictCheck(kind, self.name, "could_not_tell"))
+            return
+        if reflection.relevance >= self.relevance_threshold:
+            step.checks.append(ConflictCheck(kind, self.name, "no_conflict"))
+            return
+        action = {FALLBACK: "fell_back", REPAIR: "repaired"}.get(decision, "kept")
+        sides = [ConflictSide("", excerpt(p.text), [p.id], p.source) for p in passages]
+        step.conflicts.append(Conflict(
+            kind, self.name, sides, action, round(1.0 - reflection.relevance, 4),  # type: ignore[arg-type]
+            f"retrieved passages judged {reflection.relevance_label or '?'} "
+            f"(relevance {reflection.relevance:.2f} < {self.relevance_threshold})"))
+        step.checks.append(ConflictCheck(kind, self.name, "conflict"))
 
     def _repair(self, question: Question, contradicted: list[ClaimCheck],
                 step: Step) -> Answer:
@@ -441,5 +508,6 @@ def require_knowledge_base(config: Config) -> None:
 
 
 register("verifier", "antisyco", section="antisyco", requires=require_knowledge_base,
+         reports_conflicts=("contradicted_by_trusted_kb", "low_relevance"),
          description="checks the draft against a trusted knowledge base: pass, repair or fall "
                      "back")(AntiSycophancyVerifier.from_config)

@@ -1,5 +1,5 @@
-"""Stage protocols. A pipeline is retrieve -> rerank -> generate -> verify; each stage takes plain
-data, returns plain data and writes what it did into the trace."""
+"""Stage protocols. A pipeline is retrieve -> rerank -> generate -> verify -> detect; each stage
+takes plain data, returns plain data and writes what it did into the trace."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from faithrag.retrieval.retriever import Retriever
-from faithrag.types import Answer, Passage, Question, Trace
+from faithrag.types import Answer, Conflict, Passage, Question, Trace
 
-__all__ = ["Generator", "RemovedPassage", "RerankResult", "Reranker", "Retriever", "Verifier"]
+__all__ = ["Detector", "Generator", "RemovedPassage", "RerankResult", "Reranker", "Retriever", "Verifier"]
 
 
 @dataclass
@@ -44,3 +44,14 @@ class Verifier(Protocol):
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> Answer: ...
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Reports the conflicts in the evidence of an answer (on its trace step) and returns them;
+    changes neither the passages nor the answer."""
+
+    name: str
+
+    def detect(self, question: Question, passages: list[Passage], answer: Answer,
+               trace: Trace) -> list[Conflict]: ...

@@ -38,6 +38,15 @@ Guarantees:
   different entities of an ambiguous question can lose one valid answer (the same-subject check
   is the guard).
 
+Conflict report: each detection adds a `passage_vs_passage` check to its step ("no_conflict"
+when it names no pair or a pair already cleared, "could_not_tell" when its reply is
+unreadable). A named pair that the cross-validation does not dismiss (a verdict of "None", or
+support answers that do not differ) is reported on the validation step: kind
+`passage_vs_passage` (`ambiguous` when the same-subject check judged the pair to speak of two
+subjects), the two passages as sides (each side's answer when the support verdict read it,
+else an empty answer; a quote of the passage), action "removed" when a side was removed, else
+"kept"; a dismissed pair is a "no_conflict" check.
+
 Cost: when all passages fit one window the ranking request rides in the same generate() call
 as each detection (shared prefix, evaluated once) and is reused if nothing is removed. Judging
 both orders doubles the pairwise prompt. The support verdict scores all its claims in one
@@ -64,6 +73,7 @@ from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
+from faithrag.methods.conflicts import passages_side
 from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.listwise import (
     ListwiseRanker,
@@ -86,7 +96,7 @@ from faithrag.retrieval.scorers.llm_judge import (
     yes_log_odds_many,
     yes_no_request,
 )
-from faithrag.types import Passage, Question, Step, Trace
+from faithrag.types import Conflict, ConflictCheck, Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
     from faithrag.config import Config
@@ -142,6 +152,24 @@ def _render_labelled(labelled: list[tuple[str, str, str]]) -> str:
     return render_passages([text for _, _, text in labelled],
                            [title for _, title, _ in labelled],
                            [label for label, _, _ in labelled])
+
+
+def same_subject_log_odds(llm: LLM, question: Question, a: Passage, b: Passage,
+                          passage_tokens: int, step: Step) -> float:
+    """The log-odds of "Yes", passages a and b (cut to `passage_tokens`) speak of the same
+    subject, averaged over the orders (a, b) and (b, a) to cancel the model's preference for
+    either position: two choice-scoring calls, recorded on `step`."""
+    def render_pair(first: Passage, second: Passage):
+        def render(texts: list[str]) -> tuple[Message, ...]:
+            pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title), texts)))
+            user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
+            return (Message("system", SUBJECT_SYSTEM), Message("user", user))
+        return render
+
+    odds = [yes_log_odds(llm, render_pair(x, y), [cut_text(llm, x.text, passage_tokens),
+                                                   cut_text(llm, y.text, passage_tokens)],
+                         "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
+    return sum(odds) / len(odds)
 
 
 class CrossValidatedReranker:
@@ -262,6 +290,9 @@ class CrossValidatedReranker:
             named = [p.id for p in pair] if pair else None
             step.outputs = {"pair": None if repeated else named, "status": parsed.status,
                             "parse": tally([parsed]), "raw": raw}
+            if not pair or repeated:
+                status = "could_not_tell" if parsed.status == STATUS_FAILED else "no_conflict"
+                step.checks.append(ConflictCheck("passage_vs_passage", self.name, status))
             if repeated:
                 step.outputs["repeated_pair"] = named
                 step.decision = "named a pair already found consistent: no conflict taken"
@@ -298,23 +329,32 @@ class CrossValidatedReranker:
         with trace.step("rerank", "crossval.validate", round=round_number, verdict=self.verdict,
                         pair=[a.id, b.id], references=[p.id for p in others]) as step:
             if self.verdict == "support":
-                return self.support_verdict(question, a, b, others, step)
-            return self._pairwise_verdict(question, a, b, others, step)
+                status, verdict = self.support_verdict(question, a, b, others, step)
+            else:
+                status, verdict = self._pairwise_verdict(question, a, b, others, step)
+            self._report(a, b, status, verdict, step)
+            return status, verdict
+
+    def _report(self, a: Passage, b: Passage, status: str,
+                verdict: tuple[Passage, Passage, str] | None, step: Step) -> None:
+        """The pair's conflict and check on `step` (see the module docstring)."""
+        if status == STATUS_NONE:
+            step.checks.append(ConflictCheck("passage_vs_passage", self.name, "no_conflict"))
+            return
+        kind = "ambiguous" if status == STATUS_AMBIGUOUS else "passage_vs_passage"
+        answers = step.outputs.get("answers") or ["", ""]
+        sides = [passages_side(answer or "", [p]) for answer, p in zip(answers, (a, b))]
+        note = step.decision
+        if verdict is not None:
+            false, kept, _ = verdict
+            note = f"{false.id} removed as false, {kept.id} kept"
+        step.conflicts.append(Conflict(kind, self.name, sides,  # type: ignore[arg-type]
+                                       "removed" if verdict is not None else "kept", None, note))
+        step.checks.append(ConflictCheck(kind, self.name, "conflict"))  # type: ignore[arg-type]
 
     def same_subject(self, question: Question, a: Passage, b: Passage, step: Step) -> float:
-        """The log-odds of "Yes", a and b speak of the same subject, averaged over the orders
-        (a, b) and (b, a) to cancel the model's preference for either position."""
-        def render_pair(first: Passage, second: Passage):
-            def render(texts: list[str]) -> tuple[Message, ...]:
-                pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title),
-                                                 texts)))
-                user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
-                return (Message("system", SUBJECT_SYSTEM), Message("user", user))
-            return render
-
-        odds = [yes_log_odds(self.llm, render_pair(x, y), [self._cut(x), self._cut(y)],
-                             "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
-        return sum(odds) / len(odds)
+        """`same_subject_log_odds` of the pair, its passages cut to `passage_tokens`."""
+        return same_subject_log_odds(self.llm, question, a, b, self.passage_tokens, step)
 
     def _different_subjects(self, question: Question, a: Passage, b: Passage,
                             step: Step) -> bool:
@@ -440,6 +480,7 @@ class CrossValidatedReranker:
 
 
 @register("reranker", "crossval", section="rerank",
+          reports_conflicts=("passage_vs_passage", "ambiguous"),
           description="removes the false side of a conflicting pair, then ranks listwise")
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                    ) -> CrossValidatedReranker:

@@ -312,3 +312,45 @@ def test_a_pass_says_why_no_claim_triggered_repair(kb, contradiction, reason):
     answer = stage.verify(QUESTION, POISON, Answer("Alexander Fleming"), Trace())
     assert answer.meta["decision"] == "PASS"
     assert answer.meta["reasons"][0].startswith(reason)
+
+
+# ------------------------------------------------------------------ conflict report
+
+def test_a_contradicted_claim_is_reported_with_the_draft_and_the_trusted_passage():
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
+    _, trace = verify(llm)
+    (conflict,) = trace.conflicts
+    assert (conflict.kind, conflict.stage, conflict.action) == (
+        "contradicted_by_trusted_kb", "antisyco", "repaired")
+    draft, trusted = conflict.sides
+    assert (draft.answer, draft.quote, draft.passages, draft.source) == (
+        "Louis Pasteur", "Louis Pasteur discovered penicillin.", ["r1"], "draft")
+    assert trusted.answer == "Alexander Fleming" and trusted.passages[0] == "kb1"
+    assert trusted.quote.splitlines()[0] == KB[0].text
+    assert conflict.confidence == 1.0
+    assert [(c.kind, c.status) for c in trace.checks] == [
+        ("contradicted_by_trusted_kb", "conflict"), ("low_relevance", "no_conflict")]
+
+
+def test_a_repair_that_gives_the_draft_again_keeps_it():
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming", repair="Louis Pasteur"))
+    _, trace = verify(llm)
+    assert [c.action for c in trace.conflicts] == ["kept"]
+
+
+def test_low_relevance_is_reported_with_what_the_decision_did():
+    _, trace = verify(Scripted(replies(**BAD_REFLECTION)))
+    (conflict,) = trace.conflicts
+    assert (conflict.kind, conflict.action, conflict.confidence) == (
+        "low_relevance", "fell_back", 0.9)
+    assert [(s.answer, s.passages, s.quote) for s in conflict.sides] == [
+        ("", ["r1"], POISON[0].text)]
+
+
+def test_unreadable_judgements_could_not_tell():
+    llm = Scripted(replies(relevance="RELEVANCE: RELEVANT", contradiction="???"))
+    _, trace = verify(llm)
+    assert trace.conflicts == []
+    assert [(c.kind, c.status) for c in trace.checks] == [
+        ("contradicted_by_trusted_kb", "could_not_tell"), ("low_relevance", "could_not_tell")]
+    assert registry.stage("verifier", "antisyco").reports_conflicts

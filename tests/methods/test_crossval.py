@@ -532,3 +532,70 @@ def test_the_listwise_final_order_is_the_default_and_others_are_refused():
         crossval(script, final_order="bm25")
     config = Config.load(None, {"llm.backend": "fake", "rerank.final_order": "first_stage"})
     assert registry.build("reranker", "crossval", FakeLLM(script), config).final_order == "first_stage"
+
+
+# ------------------------------------------------------------------ conflict report
+
+def checks(trace):
+    return [(c.kind, c.status) for c in trace.checks]
+
+
+def test_a_removal_is_reported_as_a_passage_conflict_with_the_pair_as_sides():
+    reranker, _ = crossval(Script())
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    (conflict,) = trace.conflicts
+    assert (conflict.kind, conflict.stage, conflict.action) == (
+        "passage_vs_passage", "crossval", "removed")
+    assert [s.passages for s in conflict.sides] == [["history"], ["blog"]]
+    # the pairwise verdict reads no answers: none is invented, each side quotes its passage
+    assert [s.answer for s in conflict.sides] == ["", ""]
+    assert [s.quote for s in conflict.sides] == ["The Aldermoor Bridge opened in 1887.",
+                                                "The Aldermoor Bridge opened in 1921."]
+    assert "blog removed" in conflict.note
+    # round 1 found and removed it; round 2's detection found nothing
+    assert checks(trace) == [("passage_vs_passage", "conflict"),
+                             ("passage_vs_passage", "no_conflict")]
+
+
+def test_the_support_verdict_gives_each_side_its_answer():
+    script = Script()
+    reranker, _ = crossval(script, max_rounds=1, verdict="support", llm=SupportJudge(script))
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    (conflict,) = trace.conflicts
+    assert [(s.answer, s.passages) for s in conflict.sides] == [("1887", ["history"]),
+                                                                ("1921", ["blog"])]
+
+
+def test_a_pair_left_standing_is_kept_and_one_about_two_subjects_is_ambiguous():
+    biased = Script(validate="Reason: A looks wrong.\nFalse passage: A")
+    reranker, _ = crossval(biased, max_rounds=1)
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [(c.kind, c.action) for c in trace.conflicts] == [("passage_vs_passage", "kept")]
+
+    script = Script()
+    reranker, _ = crossval(script, max_rounds=1, same_subject_check=True,
+                           llm=SupportJudge(script, same=-2.0))
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert [(c.kind, c.action) for c in trace.conflicts] == [("ambiguous", "kept")]
+    assert checks(trace) == [("ambiguous", "conflict")]
+
+
+def test_a_dismissed_pair_is_no_conflict_and_an_unread_detection_could_not_tell():
+    script = Script(detect="Conflict: [3] [1]",
+                    validate="Reason: both say 1887.\nFalse passage: None")
+    reranker, _ = crossval(script, max_rounds=1, both_orders=False)
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert trace.conflicts == []
+    assert checks(trace) == [("passage_vs_passage", "no_conflict")]
+
+    reranker, _ = crossval(Script(detect="Passages one and two, maybe."))
+    trace = Trace()
+    reranker.rerank(QUESTION, bridge_passages(), trace)
+    assert trace.conflicts == []
+    assert checks(trace) == [("passage_vs_passage", "could_not_tell")]
+    assert registry.stage("reranker", "crossval").reports_conflicts

@@ -47,7 +47,14 @@ KMeans, a mean instead of the max over counterfactuals, sequential drafts and is
   evidence division off = one draft over the whole pool (M identical prompts at temperature 0
   would be M copies of one draft); causal scoring off = Ψ is coherence.
 - If the synthesis reply is unparsable, the best-Ψ hypothesis is the answer and the fallback is
-  recorded (trace decision and `Answer.meta["cfrag"]["synthesis_unparsable"]`)."""
+  recorded (trace decision and `Answer.meta["cfrag"]["synthesis_unparsable"]`).
+
+Conflict report (on the arbitration step, with two or more drafts): drafts that give different
+answers are a `passage_vs_passage` conflict, one side per answer group (its answer, the
+passages of its drafts' evidence subsets, quoted), confidence the share of drafts outside the
+largest group, action "kept" (the arbitration picks one answer; its step says which). The
+check is "no_conflict" on a consensus of every draft, "could_not_tell" when some draft (or
+every draft) could not be parsed and the others agree."""
 
 from __future__ import annotations
 
@@ -74,12 +81,22 @@ from faithrag.methods.cfrag.rationale import closest_sentence
 from faithrag.methods.cfrag.sampling import stratified_subsets
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.common import generate, match_choice
+from faithrag.methods.conflicts import passages_side
 from faithrag.methods.vanilla import read_answer
 from faithrag.registry import register
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.retrieval.scorers import BiEncoderScorer, LLMJudgeScorer, RelevanceScorer
-from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Trace
+from faithrag.types import (
+    PARSE_FAILED,
+    Answer,
+    Conflict,
+    ConflictCheck,
+    Passage,
+    Question,
+    Step,
+    Trace,
+)
 
 SYNTHESIS_TOP = 3
 
@@ -316,6 +333,7 @@ class CFRAG:
                  "evidence": [pool.passages[i].id for i in h.evidence],
                  **(h.score.summary() if h.score else {})} for h in hypotheses],
                 "unparsable_drafts": len(hypotheses) - len(usable)}
+            self._report(question, pool, hypotheses, groups, step)
             why_best = (f"hypothesis {best.number} has the highest Ψ {best.score.psi:.3f} "
                         f"(coherence {best.score.coherence:.3f}"
                         + (f", causal {best.score.causal:+.3f}" if best.score.causal is not None
@@ -353,6 +371,32 @@ class CFRAG:
             return final, meta
 
     # ------------------------------------------------------------------ arbitration helpers
+    def _report(self, question: Question, pool: EvidencePool, hypotheses: list[Hypothesis],
+                groups: list[list[Hypothesis]], step: Step) -> None:
+        """The drafts' disagreement on `step` (see the module docstring)."""
+        if len(hypotheses) < 2:
+            return
+        kind = "passage_vs_passage"
+        if len(groups) < 2:
+            unread = any(not h.usable for h in hypotheses)
+            step.checks.append(ConflictCheck(kind, self.name,
+                                             "could_not_tell" if unread else "no_conflict"))
+            return
+        sides = []
+        for group in groups:
+            first = group[0]
+            answer = (question.choices[first.choice_index]
+                      if question.choices and first.choice_index is not None
+                      else first.parsed.answer or "")
+            used = sorted({i for h in group for i in h.evidence})
+            sides.append(passages_side(answer, [pool.passages[i] for i in used]))
+        drafts = sum(len(g) for g in groups)
+        step.conflicts.append(Conflict(
+            kind, self.name, sides, "kept", (drafts - max(len(g) for g in groups)) / drafts,
+            "drafts over different evidence subsets give different answers; the arbitration "
+            "picks one"))
+        step.checks.append(ConflictCheck(kind, self.name, "conflict"))
+
     @staticmethod
     def _same(question: Question, h: Hypothesis, answer: Answer) -> bool:
         if question.choices:
@@ -395,6 +439,8 @@ class CFRAG:
         if not any(h.usable for h in hypotheses):
             with trace.step("generate", "cfrag.arbitration") as step:
                 step.decision = "no hypothesis could be parsed"
+                step.checks.append(ConflictCheck("passage_vs_passage", self.name,
+                                                 "could_not_tell"))
             return Answer(text=hypotheses[0].raw.strip() if hypotheses else "", raw=raw,
                           parse_status=PARSE_FAILED,
                           meta={"cfrag": {"decision": "unparsable",
@@ -414,7 +460,7 @@ def question_seed(seed: int, question: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-@register("generator", "cfrag", section="cfrag",
+@register("generator", "cfrag", section="cfrag", reports_conflicts=("passage_vs_passage",),
           description="counterfactual queries, evidence subsets, arbitration of drafts")
 def build_cfrag(llm: LLM, config: Config, retriever: Retriever | None) -> CFRAG:
     embedder_config = (config.retrieval.embedder, config.use_cache, config.llm.n_threads)

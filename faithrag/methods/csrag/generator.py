@@ -9,24 +9,45 @@ The answer step is the paper's CoT-JSON prompt for multiple choice (or, in `choi
 options scored with the same bias; in `json_scored` mode, the JSON reply's Reason generated
 without the bias and the options scored in its Answer slot with it), and the plain short-answer
 prompt for free-form questions.
+
+Conflict report (multiple choice only; no model call is added): when the facts of step 1 name
+exactly one option (whole words, `answers.containment`) and the answer is another option that some
+retrieved passage holds, a `context_vs_memory` conflict is reported on the generate step: the
+model's memory (that option, the fact quoted, source "memory") against the passages holding
+the chosen option; action "kept" (the answer follows the context, as CSRAG means it to). The
+check is "no_conflict" when the facts name the chosen option, and "could_not_tell" when the
+facts are unread, name no option or several, the answer names no option, or no passage holds
+the chosen option. Free-form answers get no check: the facts cannot be compared with them
+cheaply.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from faithrag.answers import containment
 from faithrag.config import Config, CSRAGConfig, cache_dir
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.choice_scoring import answer_by_scoring
+from faithrag.methods.conflicts import passages_side
 from faithrag.methods.cot_json import answer_json, answer_json_scored
 from faithrag.methods.csrag.cache import JsonCache
-from faithrag.methods.csrag.facts import extract_facts
+from faithrag.methods.csrag.facts import Facts, extract_facts
 from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
 from faithrag.methods.vanilla import answer_plain
 from faithrag.registry import register
-from faithrag.types import Answer, Passage, Question, Step, Trace
+from faithrag.types import (
+    Answer,
+    Conflict,
+    ConflictCheck,
+    ConflictSide,
+    Passage,
+    Question,
+    Step,
+    Trace,
+)
 
 if TYPE_CHECKING:
     from faithrag.retrieval.retriever import Retriever
@@ -127,7 +148,37 @@ class CSRAG:
                                  "parse_status": answer.parse_status})
             if "reason_status" in answer.meta:
                 step.outputs["reason_status"] = answer.meta["reason_status"]
+            if question.choices:
+                self._report_memory(question, facts, passages, answer, step)
         return answer
+
+    def _report_memory(self, question: Question, facts: Facts, passages: list[Passage],
+                       answer: Answer, step: Step) -> None:
+        """The facts against the chosen option (see the module docstring)."""
+        choices = question.choices or []
+        named: dict[int, str] = {}
+        for fact in facts.items:
+            for index, choice in enumerate(choices):
+                if containment(fact, [choice]):
+                    named.setdefault(index, fact)
+        chosen = answer.choice_index
+        holding = [p for p in passages
+                   if chosen is not None and containment(p.text, [choices[chosen]])]
+        kind = "context_vs_memory"
+        if chosen is not None and list(named) == [chosen]:
+            status = "no_conflict"
+        elif chosen is None or len(named) != 1 or not holding:
+            status = "could_not_tell"
+        else:
+            status = "conflict"
+            ((remembered, fact),) = named.items()
+            step.conflicts.append(Conflict(
+                kind, self.name,
+                [ConflictSide(choices[remembered], fact, [], "memory"),
+                 passages_side(choices[chosen], holding)],
+                "kept", None, "the facts the model listed before reading the context name "
+                              "another option; the answer follows the context"))
+        step.checks.append(ConflictCheck(kind, self.name, status))  # type: ignore[arg-type]
 
     def _ablation_biases(self, facts: str, context: list[Passage], parametric: set[int],
                          evidence: set[int]) -> dict[str, TokenBias]:
@@ -181,12 +232,14 @@ def build_csrag(llm: LLM, config: Config, answer_mode: str | None = None) -> CSR
 
 
 @register("generator", "csrag", section="csrag", choices=True,
+          reports_conflicts=("context_vs_memory",),
           description="decoding biased against memorised facts; the paper's JSON answer")
 def build_csrag_json(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
     return build_csrag(llm, config)
 
 
 @register("generator", "csrag_choices", section="csrag", choices=True, scores_options=True,
+          reports_conflicts=("context_vs_memory",),
           description="CSRAG's bias applied while scoring the options")
 def build_csrag_choices(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
     return build_csrag(llm, config, "choices")
@@ -194,6 +247,7 @@ def build_csrag_choices(llm: LLM, config: Config, retriever: Retriever | None) -
 
 @register("generator", "csrag_json_scored", section="csrag", choices=True,
           scores_options=True,
+          reports_conflicts=("context_vs_memory",),
           description="the JSON reason unbiased, then the options scored with the bias")
 def build_csrag_json_scored(llm: LLM, config: Config, retriever: Retriever | None) -> CSRAG:
     return build_csrag(llm, config, "json_scored")

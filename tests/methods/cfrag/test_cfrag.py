@@ -295,3 +295,39 @@ def test_drafts_agree_only_when_every_pair_agrees_whatever_their_order():
     for order in (answers, answers[::-1]):
         groups = CFRAG._groups(question, [hypothesis(i, a) for i, a in enumerate(order, 1)])
         assert len(groups) == 2, order
+
+
+# ------------------------------------------------------------------ conflict report
+
+def test_disagreeing_drafts_are_a_passage_conflict_with_their_evidence_as_sides():
+    _, generator = make()
+    _, steps = run(generator)
+    arbitration = steps["cfrag.arbitration"]
+    (conflict,) = arbitration.conflicts
+    assert (conflict.kind, conflict.stage, conflict.action) == ("passage_vs_passage", "cfrag",
+                                                                "kept")
+    hypotheses = steps["cfrag.scoring"].outputs["hypotheses"]
+    answers = {h["answer"] for h in hypotheses}
+    assert {s.answer for s in conflict.sides} == answers and len(answers) > 1
+    drafts = steps["cfrag.drafts"].outputs["hypotheses"]
+    for side in conflict.sides:
+        evidence = {e for d in drafts if d["answer"] == side.answer for e in d["evidence"]}
+        assert set(side.passages) == evidence
+        assert len(side.quote.splitlines()) == len(side.passages)
+    largest = max(sum(h["answer"] == a for h in hypotheses) for a in answers)
+    assert conflict.confidence == pytest.approx(1 - largest / len(hypotheses))
+    assert [(c.kind, c.status) for c in arbitration.checks] == [("passage_vs_passage", "conflict")]
+
+
+def test_a_consensus_is_no_conflict():
+    def same(request):
+        if request.purpose == "counterfactuals":
+            return draft_by_evidence(request)
+        return "Answer: Neil Armstrong\nRationale: passage " + str(len(request.messages[-1].content))
+    _, generator = make(same)
+    _, steps = run(generator)
+    arbitration = steps["cfrag.arbitration"]
+    assert arbitration.conflicts == []
+    assert [(c.kind, c.status) for c in arbitration.checks] == [
+        ("passage_vs_passage", "no_conflict")]
+    assert registry.stage("generator", "cfrag").reports_conflicts

@@ -174,3 +174,40 @@ def test_enhanced_context_names_each_paraphrase_after_its_passage():
     out = enhanced_context(P, [Paraphrases(["one", "two"])])
     assert [p.id for p in out] == ["gazette", "gazette#paraphrase1", "gazette#paraphrase2"]
     assert out[1].title == "Gazette (paraphrase 1)" and out[2].meta["paraphrase_of"] == "gazette"
+
+
+# ------------------------------------------------------------------ conflict report
+
+def test_facts_naming_another_option_than_the_context_answer_are_context_vs_memory():
+    _, trace, llm = run()
+    (conflict,) = trace.conflicts
+    assert (conflict.kind, conflict.stage, conflict.action) == ("context_vs_memory", "csrag",
+                                                                "kept")
+    memory, context = conflict.sides
+    assert (memory.answer, memory.quote, memory.source) == ("Canberra",
+                                                            "Canberra is the capital.", "memory")
+    assert (context.answer, context.passages, context.quote) == (
+        "Sydney", ["gazette"], "Since 2031 the capital is Sydney.")
+    assert [(c.kind, c.status) for c in trace.checks] == [("context_vs_memory", "conflict")]
+    assert [c.purpose for c in llm.calls] == ["facts", "paraphrase", "paraphrase", "answer"]
+
+
+@pytest.mark.parametrize("facts, answer, status", [
+    ("- Sydney is the capital.", "Sydney", "no_conflict"),
+    ("I know a lot.", "Sydney", "could_not_tell"),  # no fact list
+    ("- Sydney and Canberra are cities.\n- Canberra is inland.", "Sydney", "could_not_tell"),
+    ("- Canberra is the capital.", "Perth", "could_not_tell"),  # the answer names no option
+    ("- Sydney is the capital.", "Canberra", "could_not_tell"),  # no passage holds Canberra
+])
+def test_a_conflict_needs_one_remembered_option_and_a_passage_for_the_chosen_one(facts, answer,
+                                                                                 status):
+    reply = f'{{"Reason": "x", "Answer": "{answer}"}}'
+    _, trace, _ = run(llm=FakeLLM(answering(reply, facts=facts)))
+    assert trace.conflicts == []
+    assert [(c.kind, c.status) for c in trace.checks] == [("context_vs_memory", status)]
+
+
+def test_free_form_answers_get_no_memory_check():
+    _, trace, _ = run(question=Question("What is the capital of Australia?"),
+                      llm=FakeLLM(answering("Sydney")))
+    assert trace.checks == [] and trace.conflicts == []

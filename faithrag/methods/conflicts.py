@@ -1,0 +1,126 @@
+"""The conflict report's shared pieces: quoting a side from its passages, and the pipeline's
+`on_conflict` policy.
+
+Quoting: a side never invents its text. `excerpt` quotes the sentence of a passage that holds
+the side's answer (whole tokens), else the passage's start, at most `QUOTE_CHARS` characters;
+`passages_side` builds a side from the passages behind one answer.
+
+The policy (`apply_on_conflict`), applied by `Pipeline.run` after every stage has run:
+- "resolve": the stages' own decision stands (nothing here runs).
+- "surface": when some stage reported a conflict of a kind in `types.POLICY_KINDS`
+  (`passage_vs_passage`, `ambiguous`, `contradicted_by_trusted_kb`), the answer gives each
+  reading with its sources, e.g. "Mutemath (per [p1]); The Beatles (per [p2]) — the sources
+  disagree". Readings are the sides' answers, merged across conflicts when two are the same
+  answer; a side with no answer read is given by a short quote of its passage. For a
+  multiple-choice question the stage's pick stays in `choice_index` (a caller that needs one
+  option still has it) and the text lists the readings.
+- "abstain": on the same kinds, the answer says the evidence conflicts and lists the sides
+  with their sources; `choice_index` is None.
+`context_vs_memory` alone never changes the answer: the project trusts the retrieved context
+over the model's memory (see DESIGN, "Whom to trust"); it is reported, not acted on.
+`low_relevance` is reported, not acted on either (it is no disagreement between sides).
+The conflicts acted on get the action "surfaced" or "abstained" (the stage's own action is kept
+in their note), and `Answer.meta` records `on_conflict`, the indices of those conflicts in
+`Result.conflicts`, and the answer the stages had given (`resolved_answer`).
+
+Example:
+    >>> from faithrag.types import Answer, Conflict, ConflictSide, Question
+    >>> sides = [ConflictSide("Mutemath", "...", ["p1"]), ConflictSide("The Beatles", "...", ["p2"])]
+    >>> conflict = Conflict("passage_vs_passage", "conflicts", sides, "reported")
+    >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "surface").text
+    'Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from faithrag.answers import containment
+from faithrag.methods.cfrag.answers import same_answer
+from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
+
+QUOTE_CHARS = 240
+SHORT_QUOTE_CHARS = 60  # a side without an answer, in a surfaced or abstaining answer
+POLICIES = ("resolve", "surface", "abstain")  # config.PipelineConfig.on_conflict
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def excerpt(text: str, answer: str = "", limit: int = QUOTE_CHARS) -> str:
+    """The sentence of `text` that holds `answer` (whole tokens), else the start of `text`, with
+    runs of whitespace made single spaces, cut to `limit` characters with an ellipsis."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()] or [text.strip()]
+    chosen = next((s for s in sentences if answer and containment(s, [answer])), sentences[0])
+    return _cut(" ".join(chosen.split()), limit)
+
+
+def passages_side(answer: str, passages: Sequence[Passage]) -> ConflictSide:
+    """The side that `passages` give `answer` for: a quote of each (one line per passage),
+    their ids, and their distinct sources."""
+    sources = dict.fromkeys(p.source for p in passages if p.source)
+    return ConflictSide(answer, "\n".join(excerpt(p.text, answer) for p in passages),
+                        [p.id for p in passages], ", ".join(sources))
+
+
+def _label(side: ConflictSide) -> str:
+    if side.answer.strip():
+        return side.answer.strip()
+    first = side.quote.strip().splitlines()[0] if side.quote.strip() else ""
+    return f'"{_cut(first, SHORT_QUOTE_CHARS)}"' if first else "(no answer read)"
+
+
+def readings(conflicts: Sequence[Conflict], question: Question) -> list[tuple[str, list[str]]]:
+    """(reading, passage ids) for every side of `conflicts`; sides with the same answer are
+    merged (their ids joined in order), sides without an answer stay apart."""
+    merged: list[tuple[str, list[str]]] = []
+    for conflict in conflicts:
+        for side in conflict.sides:
+            label = _label(side)
+            ids = side.passages or ([side.source] if side.source else [])
+            home = next((r for r in merged if side.answer.strip() and (
+                r[0] == label if question.choices else same_answer(r[0], label))), None)
+            if home is None:
+                merged.append((label, list(ids)))
+            else:
+                home[1].extend(i for i in ids if i not in home[1])
+    return merged
+
+
+def _render(items: list[tuple[str, list[str]]]) -> str:
+    return "; ".join(f"{label} (per {', '.join(f'[{i}]' for i in ids)})" if ids else label
+                     for label, ids in items)
+
+
+def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Conflict],
+                      policy: str) -> Answer:
+    """The answer under `policy` (see the module docstring); `answer` itself when the policy is
+    "resolve" or no conflict of `POLICY_KINDS` was reported. Sets the action of the conflicts
+    acted on."""
+    if policy not in POLICIES:
+        raise ValueError(f"on_conflict must be one of {', '.join(POLICIES)}, got {policy!r}")
+    acted = [i for i, c in enumerate(conflicts) if c.kind in POLICY_KINDS]
+    if policy == "resolve" or not acted:
+        return answer
+    chosen = [conflicts[i] for i in acted]
+    listed = _render(readings(chosen, question))
+    action = "surfaced" if policy == "surface" else "abstained"
+    for conflict in chosen:
+        stage_action = conflict.action
+        conflict.action = action  # type: ignore[assignment]
+        conflict.note = (f"{conflict.note}; " if conflict.note else "") + (
+            f"the stage's action: {stage_action}")
+    meta = {**answer.meta, "on_conflict": policy, "conflicts": acted,
+            "resolved_answer": answer.text}
+    if policy == "surface":
+        ambiguous = all(c.kind == "ambiguous" for c in chosen)
+        tail = ("the sources speak of different subjects that share a name" if ambiguous
+                else "the sources disagree")
+        return Answer(f"{listed} — {tail}", answer.choice_index, answer.reason,
+                      answer.parse_status, answer.raw, meta)
+    return Answer(f"The evidence conflicts, so no single answer is given: {listed}.", None,
+                  answer.reason, answer.parse_status, answer.raw, meta)

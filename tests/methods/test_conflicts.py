@@ -1,0 +1,95 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faithrag.methods.conflicts import (
+    QUOTE_CHARS,
+    apply_on_conflict,
+    excerpt,
+    passages_side,
+    readings,
+)
+from faithrag.types import Answer, Conflict, ConflictSide, Passage, Question
+
+QUESTION = Question("Who recorded the album Armistice?")
+MUTEMATH = Passage("p1", "Armistice is an album. It was recorded by Mutemath in 2009.", "", "wiki")
+BEATLES = Passage("p2", "The Beatles recorded Armistice in 1970.", "", "blog")
+
+
+def pair(kind="passage_vs_passage", action="reported"):
+    return Conflict(kind, "conflicts", [passages_side("Mutemath", [MUTEMATH]),
+                                        passages_side("The Beatles", [BEATLES])], action)
+
+
+def test_a_side_quotes_the_sentence_holding_its_answer_with_ids_and_sources():
+    side = passages_side("Mutemath", [MUTEMATH, BEATLES])
+    assert side.quote.splitlines() == ["It was recorded by Mutemath in 2009.",
+                                       "The Beatles recorded Armistice in 1970."]
+    assert (side.passages, side.source) == (["p1", "p2"], "wiki, blog")
+
+
+@given(st.text(max_size=600), st.text(max_size=20))
+def test_excerpt_is_bounded_and_quotes_the_text(text, answer):
+    quote = excerpt(text, answer)
+    assert len(quote) <= QUOTE_CHARS + 2
+    assert quote.removesuffix(" …") in " ".join(text.split())
+
+
+def test_surface_gives_each_reading_with_its_sources():
+    conflict = pair(action="removed")
+    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [conflict], "surface")
+    assert answer.text == "Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree"
+    assert answer.meta == {"on_conflict": "surface", "conflicts": [0],
+                           "resolved_answer": "Mutemath"}
+    assert conflict.action == "surfaced" and "the stage's action: removed" in conflict.note
+
+
+def test_ambiguity_is_worded_as_two_subjects():
+    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [pair("ambiguous")], "surface")
+    assert answer.text.endswith("— the sources speak of different subjects that share a name")
+
+
+def test_abstain_says_the_evidence_conflicts_and_names_no_option():
+    question = Question(QUESTION.text, choices=["Mutemath", "The Beatles"])
+    conflict = pair()
+    answer = apply_on_conflict(question, Answer("Mutemath", 0), [conflict], "abstain")
+    assert answer.text == ("The evidence conflicts, so no single answer is given: Mutemath "
+                           "(per [p1]); The Beatles (per [p2]).")
+    assert answer.choice_index is None and conflict.action == "abstained"
+
+
+def test_surface_keeps_the_stages_option_for_multiple_choice():
+    question = Question(QUESTION.text, choices=["Mutemath", "The Beatles"])
+    answer = apply_on_conflict(question, Answer("Mutemath", 0), [pair()], "surface")
+    assert answer.choice_index == 0 and "The Beatles (per [p2])" in answer.text
+
+
+def test_memory_and_relevance_conflicts_alone_change_nothing():
+    memory = Conflict("context_vs_memory", "conflicts",
+                      [ConflictSide("Queen", "Queen", [], "memory"),
+                       passages_side("Mutemath", [MUTEMATH])], "reported")
+    irrelevant = Conflict("low_relevance", "conflicts", [], "reported")
+    draft = Answer("Mutemath")
+    for policy in ("surface", "abstain", "resolve"):
+        assert apply_on_conflict(QUESTION, draft, [memory, irrelevant], policy) is draft
+    assert memory.action == "reported"
+    assert apply_on_conflict(QUESTION, draft, [pair()], "resolve") is draft
+
+
+def test_readings_merge_the_same_answer_across_stages_and_quote_sides_without_one():
+    crossval = Conflict("passage_vs_passage", "crossval",
+                        [ConflictSide("", "It was recorded by Mutemath in 2009.", ["p1"]),
+                         ConflictSide("", BEATLES.text, ["p2"])], "removed")
+    detector = Conflict("passage_vs_passage", "conflicts",
+                        [passages_side("Mutemath", [MUTEMATH]),
+                         ConflictSide("the Beatles", "x", ["p2", "p3"])], "reported")
+    assert readings([detector, pair()], QUESTION) == [("Mutemath", ["p1"]),
+                                                      ("the Beatles", ["p2", "p3"])]
+    listed = readings([crossval], QUESTION)
+    assert listed == [('"It was recorded by Mutemath in 2009."', ["p1"]),
+                      (f'"{BEATLES.text}"', ["p2"])]
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="on_conflict"):
+        apply_on_conflict(QUESTION, Answer("x"), [], "guess")
