@@ -39,8 +39,10 @@ when any could not tell, else "no conflict". Items whose flag could not tell are
 
 Each record (one item x variant, or item x way for `surface`) is appended to OUT/records.jsonl;
 a re-run skips what is there. The summary (printed as markdown, and OUT/summary.json) covers
-every measurement in OUT/records.jsonl: per data set and flag, n positive / n negative, could
-not tell per class, precision and recall with 95 % Wilson intervals, and the seconds of the
+every measurement in OUT/records.jsonl: per data set and flag, over all items and over the
+subsets that test the label's premise (memory: the items whose closed-book answer is the golden
+answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus), n positive /
+n negative, could not tell per class, precision and recall with 95 % Wilson intervals, and the seconds of the
 detect step against the generate step of the same runs; for `surface`, the strict share per
 way with Wilson intervals and the paired difference surface - plain (bootstrap interval,
 exact McNemar p).
@@ -60,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from faithrag import Pipeline
-from faithrag.answers import containment, normalize_answer
+from faithrag.answers import containment, normalize_answer, smart_em
 from faithrag.eval.datasets import QAItem, RankItem, load_dataset
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
@@ -86,6 +88,21 @@ WAYS: dict[str, dict[str, str]] = {
     "surface": {"method": "vanilla", "detect": "conflicts", "on_conflict": "surface"},
 }
 DETECT = {"method": "vanilla", "detect": "conflicts"}
+
+
+def _recalls_golden(record: dict[str, Any]) -> bool:
+    memory = (record.get("detector") or {}).get("memory") or ""
+    return bool(memory) and smart_em(memory, [record.get("golden_answer") or ""])
+
+
+# subsets summarised in rows of their own, besides all items: name -> whether a record is in it
+SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
+    # the label assumes the model memorised the golden answer; these items show it did
+    "memory": {"closed-book answer = golden answer": _recalls_golden},
+    # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
+    # unrelated text)
+    "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
+}
 DEFAULT_DATASET = {"memory": "kre_musique", "passages": "kre_conflict_rank",
                    "ambiguity": "ramdocs", "poisoning": "poisonedrag", "surface": "ramdocs"}
 DATASETS = {"memory": ("kre_musique", "kre_squad"),
@@ -341,33 +358,46 @@ def timing(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per measurement, data set and flag: confusion counts, precision and recall (decided
-    items only), could-not-tell and missing checks per class, and timing."""
+    """Per measurement, data set, subset (all items, then SUBSETS) and flag: confusion counts,
+    precision and recall (decided items only), could-not-tell and missing checks per class,
+    and timing. A subset keeps an item's two variants together when both are in it."""
     rows = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         if r["command"] in FLAGS:
             groups.setdefault((r["command"], r["dataset"]), []).append(r)
     for (command, dataset), group in groups.items():
-        for flag, kinds in FLAGS[command].items():
-            counts = {(label, status): 0 for label in (0, 1)
-                      for status in ("conflict", "no_conflict", "could_not_tell", None)}
-            for r in group:
-                counts[r["label"], flag_status(r["checks"], kinds)] += 1
-            tp, fn = counts[1, "conflict"], counts[1, "no_conflict"]
-            fp, tn = counts[0, "conflict"], counts[0, "no_conflict"]
-            rows.append({
-                "command": command, "dataset": dataset, "flag": flag,
-                "n_positive": sum(r["label"] == 1 for r in group),
-                "n_negative": sum(r["label"] == 0 for r in group),
-                "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-                "could_not_tell_positive": counts[1, "could_not_tell"],
-                "could_not_tell_negative": counts[0, "could_not_tell"],
-                "no_check": counts[1, None] + counts[0, None],
-                "precision": share(tp, tp + fp), "recall": share(tp, tp + fn),
-                **timing(group),
-            })
+        subsets: dict[str, list[dict[str, Any]]] = {"all": group}
+        for name, member in SUBSETS.get(command, {}).items():
+            items = {r["item"] for r in group if r["label"] == 1 and member(r)}
+            subset = [r for r in group if r["item"] in items]
+            if subset and len(subset) < len(group):
+                subsets[name] = subset
+        for subset_name, subset in subsets.items():
+            for flag, kinds in FLAGS[command].items():
+                rows.append(confusion_row(command, dataset, subset_name, flag, kinds, subset))
     return rows
+
+
+def confusion_row(command: str, dataset: str, subset: str, flag: str, kinds: tuple[str, ...],
+                  records: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {(label, status): 0 for label in (0, 1)
+              for status in ("conflict", "no_conflict", "could_not_tell", None)}
+    for r in records:
+        counts[r["label"], flag_status(r["checks"], kinds)] += 1
+    tp, fn = counts[1, "conflict"], counts[1, "no_conflict"]
+    fp, tn = counts[0, "conflict"], counts[0, "no_conflict"]
+    return {
+        "command": command, "dataset": dataset, "subset": subset, "flag": flag,
+        "n_positive": sum(r["label"] == 1 for r in records),
+        "n_negative": sum(r["label"] == 0 for r in records),
+        "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "could_not_tell_positive": counts[1, "could_not_tell"],
+        "could_not_tell_negative": counts[0, "could_not_tell"],
+        "no_check": counts[1, None] + counts[0, None],
+        "precision": share(tp, tp + fp), "recall": share(tp, tp + fn),
+        **timing(records),
+    }
 
 
 def surface_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -403,12 +433,13 @@ def _fmt(s: dict[str, Any] | None) -> str:
 def render(detection: list[dict[str, Any]], surface: list[dict[str, Any]]) -> str:
     lines = []
     if detection:
-        lines += [("| measurement | data | flag | n pos / neg | precision [95 %] | "
+        lines += [("| measurement | data | items | flag | n pos / neg | precision [95 %] | "
                   "recall [95 %] | could not tell pos / neg | detect / generate s per item |"),
-                  "|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in detection:
             lines.append(
-                f"| {r['command']} | {r['dataset']} | {r['flag']} | {r['n_positive']} / "
+                f"| {r['command']} | {r['dataset']} | {r['subset']} | {r['flag']} | "
+                f"{r['n_positive']} / "
                 f"{r['n_negative']} | {_fmt(r['precision'])} | {_fmt(r['recall'])} | "
                 f"{r['could_not_tell_positive']} / {r['could_not_tell_negative']} | "
                 f"{r['detect_s_per_item']} / {r['generate_s_per_item']} "

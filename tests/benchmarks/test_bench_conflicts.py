@@ -147,6 +147,21 @@ def test_detection_summary_counts_precision_recall_and_keeps_could_not_tell_apar
     assert "0.75 [" in bench.render([row], [])
 
 
+def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_one():
+    records = [detection_record(i, label, status) for i, label, status in
+               ((0, 1, "conflict"), (0, 0, "no_conflict"), (1, 1, "no_conflict"),
+                (1, 0, "conflict"))]
+    for r in records:
+        r["golden_answer"] = "1889"
+        r["detector"] = {"memory": "1889" if r["item"] == "q0" else "1920"}
+    rows = {row["subset"]: row for row in bench.detection_rows(records)}
+    assert set(rows) == {"all", "closed-book answer = golden answer"}
+    recalled = rows["closed-book answer = golden answer"]
+    assert (recalled["n_positive"], recalled["n_negative"]) == (1, 1)
+    assert (recalled["tp"], recalled["tn"]) == (1, 1)
+    assert rows["all"]["recall"]["value"] == 0.5
+
+
 def test_surface_summary_scores_each_way_on_common_items_with_a_paired_difference():
     def rec(item, way, strict):
         return {"command": "surface", "dataset": "ramdocs", "item": item, "variant": "own",
@@ -219,4 +234,4 @@ def test_memory_smoke_on_the_tiny_model(tmp_path, write_data_dir, capsys):
     assert [r["variant"] for r in records] == ["conflicting", "golden"]
     assert all(r["checks"]["context_vs_memory"] in ("conflict", "no_conflict", "could_not_tell")
                for r in records)
-    assert "| memory | kre_musique | context_vs_memory | 1 / 1 |" in capsys.readouterr().out
+    assert "| memory | kre_musique | all | context_vs_memory | 1 / 1 |" in capsys.readouterr().out
