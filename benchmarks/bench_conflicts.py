@@ -280,7 +280,9 @@ def record_of(command: str, case: Case, way: str | None, result: Result) -> dict
         "seconds": round(result.trace.totals()["seconds"], 4),
         "llm_calls": result.trace.totals()["llm_calls"],
         "detector": ({"memory": detect.outputs.get("memory", {}).get("answer"),
-                      "groups": detect.outputs.get("groups"), "warnings": detect.warnings}
+                      "groups": detect.outputs.get("groups"),
+                      "judgement": (detect.outputs.get("judgement") or {}).get("verdict"),
+                      "warnings": detect.warnings}
                      if detect is not None else None),
         **case.extra,
     }
