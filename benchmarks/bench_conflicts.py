@@ -267,6 +267,12 @@ def step_seconds(result: Result, stage: str) -> float:
     return round(sum(s.seconds for s in result.trace.steps if s.stage == stage), 6)
 
 
+def step_tokens(result: Result, stage: str) -> list[int]:
+    """[prompt, completion] tokens of the stage's steps."""
+    steps = [s for s in result.trace.steps if s.stage == stage]
+    return [sum(s.prompt_tokens for s in steps), sum(s.completion_tokens for s in steps)]
+
+
 def record_of(command: str, case: Case, way: str | None, result: Result) -> dict[str, Any]:
     detect = next((s for s in result.trace.steps if s.stage == "detect"), None)
     record = {
@@ -278,11 +284,12 @@ def record_of(command: str, case: Case, way: str | None, result: Result) -> dict
         "generate_seconds": step_seconds(result, "generate"),
         "detect_seconds": step_seconds(result, "detect"),
         "seconds": round(result.trace.totals()["seconds"], 4),
+        "generate_tokens": step_tokens(result, "generate"),
+        "detect_tokens": step_tokens(result, "detect"),
         "llm_calls": result.trace.totals()["llm_calls"],
+        # what the detector read: memory, each passage's reply, groups, judgement (raw replies)
         "detector": ({"memory": detect.outputs.get("memory", {}).get("answer"),
-                      "groups": detect.outputs.get("groups"),
-                      "judgement": (detect.outputs.get("judgement") or {}).get("verdict"),
-                      "warnings": detect.warnings}
+                      "outputs": detect.outputs, "warnings": detect.warnings}
                      if detect is not None else None),
         **case.extra,
     }

@@ -196,6 +196,8 @@ def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, w
     assert [r["checks"]["context_vs_memory"] for r in records] == [
         "conflict", "no_conflict"] * 2
     assert all(r["detect_seconds"] > 0 and r["generate_seconds"] > 0 for r in records)
+    assert all(r["detect_tokens"][0] > r["generate_tokens"][0] > 0 for r in records)
+    assert records[0]["detector"]["memory"] == "1889"
     table = bench.summarize(out)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["detection"][0]["recall"]["value"] == 1.0
