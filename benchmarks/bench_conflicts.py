@@ -1,0 +1,511 @@
+"""How well does the conflict report flag real conflicts? Precision and recall on labelled data.
+
+Every measurement runs plain RAG (`method = vanilla`) with the detection-only stage
+(`detect = conflicts`, faithrag/methods/conflict_detector.py) as configured, on the dev split,
+items in file order, `--limit N` per class, caches off (`use_cache = false`), greedy decoding.
+Passages are given to the pipeline directly (no retrieval step), so both variants of an item
+differ only in the evidence below.
+
+memory      context vs memory. KRE items (`--dataset kre_musique` or `kre_squad`), free-form
+            question. Positive: the item's `context` (it contradicts the memorised answer).
+            Negative: its golden, non-conflicting context (`meta.golden_context`). Items
+            without a golden context are skipped. Flag: the `context_vs_memory` check.
+passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
+            `ramdocs_rank`) with at least one contrary passage and one relevant (relevance
+            > 0, not contrary) passage; others are skipped. Positive: the first `-k` passages
+            in the set's order; when none of them is contrary (or none relevant), the first
+            such passage of the item takes the place of the last passage of the window that is
+            neither (order kept), so both sides of the conflict are in it. Negative: the
+            positive passages with the contrary ones taken out. Flag: `passage_vs_passage` or
+            `ambiguous`.
+ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
+            (negative), each class up to `--limit`, each with all its own documents. Flag:
+            `ambiguous`; `passage_vs_passage` is recorded and summarised too.
+poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
+            `kre_musique`, `kre_squad` or `ramdocs`; faithrag/eval/hostile_settings.py, its
+            default k). Clean: BM25 over the setting's clean corpus; hostile: the same with the
+            question's poison on top (HostileRetriever). Positive: hostile; negative: clean.
+            Flag: any check; a second row leaves `low_relevance` out (clean retrieval of a
+            PoisonedRAG question without clean evidence finds unrelated passages).
+surface     RAMDocs answered three ways on the same items: plain RAG (vanilla), detect +
+            on_conflict=resolve, detect + on_conflict=surface. Strict criterion (RAMDocs'):
+            the answer contains every gold answer and no wrong answer (SQuAD-normalised token
+            containment, faithrag.answers.containment); wrong answers are the misinfo
+            documents' `doc_answer`s that are not also a gold answer.
+
+A flag over several kinds is "conflict" when any of them says conflict, else "could not tell"
+when any could not tell, else "no conflict". Items whose flag could not tell are counted apart
+(per class) and left out of precision and recall: they are never a "no conflict".
+
+Each record (one item x variant, or item x way for `surface`) is appended to OUT/records.jsonl;
+a re-run skips what is there. The summary (printed as markdown, and OUT/summary.json) covers
+every measurement in OUT/records.jsonl: per data set and flag, over all items and over the
+subsets that test the label's premise (memory: the items whose closed-book answer is the golden
+answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus), n positive /
+n negative, could not tell per class, precision and recall with 95 % Wilson intervals, and the seconds of the
+detect step against the generate step of the same runs; for `surface`, the strict share per
+way with Wilson intervals and the paired difference surface - plain (bootstrap interval,
+exact McNemar p).
+
+    python benchmarks/bench_conflicts.py memory --dataset kre_musique --limit 100 --out runs/conflicts
+    python benchmarks/bench_conflicts.py summary --out runs/conflicts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faithrag import Pipeline
+from faithrag.answers import containment, normalize_answer, smart_em
+from faithrag.eval.datasets import QAItem, RankItem, load_dataset
+from faithrag.eval.hostile import HostileRetriever
+from faithrag.eval.hostile_settings import SETTINGS, build_setting
+from faithrag.eval.stats import paired_difference, wilson_interval
+from faithrag.llm.base import LLM
+from faithrag.pipeline import Result, configure
+from faithrag.retrieval import InMemoryRetriever
+from faithrag.types import CONFLICT_KINDS, Passage, Question
+
+COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "surface")
+# the flags each measurement summarises: name -> the kinds whose "conflict" raises it
+FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "memory": {"context_vs_memory": ("context_vs_memory",)},
+    "passages": {"passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous")},
+    "ambiguity": {"ambiguous": ("ambiguous",), "passage_vs_passage": ("passage_vs_passage",)},
+    "poisoning": {"any check": tuple(CONFLICT_KINDS),
+                  "any but low_relevance": tuple(k for k in CONFLICT_KINDS
+                                                 if k != "low_relevance")},
+}
+WAYS: dict[str, dict[str, str]] = {
+    "plain": {"method": "vanilla"},
+    "resolve": {"method": "vanilla", "detect": "conflicts", "on_conflict": "resolve"},
+    "surface": {"method": "vanilla", "detect": "conflicts", "on_conflict": "surface"},
+}
+DETECT = {"method": "vanilla", "detect": "conflicts"}
+
+
+def _recalls_golden(record: dict[str, Any]) -> bool:
+    memory = (record.get("detector") or {}).get("memory") or ""
+    return bool(memory) and smart_em(memory, [record.get("golden_answer") or ""])
+
+
+# subsets summarised in rows of their own, besides all items: name -> whether a record is in it
+SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
+    # the label assumes the model memorised the golden answer; these items show it did
+    "memory": {"closed-book answer = golden answer": _recalls_golden},
+    # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
+    # unrelated text)
+    "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
+}
+DEFAULT_DATASET = {"memory": "kre_musique", "passages": "kre_conflict_rank",
+                   "ambiguity": "ramdocs", "poisoning": "poisonedrag", "surface": "ramdocs"}
+DATASETS = {"memory": ("kre_musique", "kre_squad"),
+            "passages": ("kre_conflict_rank", "ramdocs_rank"),
+            "ambiguity": ("ramdocs",), "poisoning": SETTINGS, "surface": ("ramdocs",)}
+
+
+@dataclass
+class Case:
+    """One question with the evidence of one variant; `label` 1 = the evidence holds the
+    conflict, 0 = it does not (None for `surface`, scored by `golds` and `wrongs`)."""
+
+    dataset: str
+    item: str
+    variant: str
+    question: str
+    passages: list[Passage]
+    label: int | None
+    golds: list[str] = field(default_factory=list)
+    wrongs: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- variants
+
+def memory_cases(dataset: str, limit: int, data_dir: str | None) -> list[Case]:
+    """Per KRE item with a golden context: its conflicting context (1) and golden context (0)."""
+    cases = []
+    for item in _qa_items(dataset, data_dir):
+        golden = item.meta.get("golden_context")
+        if not golden or not isinstance(item.context, str):
+            continue
+        cases.append(Case(dataset, item.id, "conflicting", item.question, item.passages(), 1,
+                          extra={"golden_answer": item.meta.get("golden_answer")}))
+        cases.append(Case(dataset, item.id, "golden", item.question,
+                          [Passage(f"{item.id}#golden", golden, source="context")], 0,
+                          extra={"golden_answer": item.meta.get("golden_answer")}))
+        if len(cases) == 2 * limit:
+            break
+    return cases
+
+
+def passage_window(item: RankItem, k: int) -> list[Passage] | None:
+    """The positive variant's passages (see the module docstring), or None when the item has
+    no contrary or no relevant passage."""
+    passages = item.as_passages()
+
+    def contrary(p: Passage) -> bool:
+        return bool(p.meta["is_contrary"])
+
+    def relevant(p: Passage) -> bool:
+        return p.meta["relevance"] > 0 and not contrary(p)
+
+    window = passages[:k]
+    for wanted in (contrary, relevant):
+        if any(wanted(p) for p in window):
+            continue
+        first = next((p for p in passages if wanted(p)), None)
+        if first is None:
+            return None
+        spare = [i for i, p in enumerate(window) if not contrary(p) and not relevant(p)]
+        if spare:
+            window = window[:spare[-1]] + window[spare[-1] + 1:]
+        elif len(window) >= k:
+            return None  # k too small to hold both sides
+        window = sorted(window + [first], key=passages.index)
+    return window
+
+
+def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> list[Case]:
+    """Per ranking item: the window with its contrary passages (1) and without them (0)."""
+    cases = []
+    for item in load_dataset(dataset, data_dir).items:
+        assert isinstance(item, RankItem)
+        window = passage_window(item, k)
+        if window is None:
+            continue
+        clean = [p for p in window if not p.meta["is_contrary"]]
+        extra = {"contrary": sum(p.meta["is_contrary"] for p in window)}
+        cases.append(Case(dataset, item.id, "with_contrary", item.query, window, 1, extra=extra))
+        cases.append(Case(dataset, item.id, "without_contrary", item.query, clean, 0,
+                          extra=extra))
+        if len(cases) == 2 * limit:
+            break
+    return cases
+
+
+def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:
+    """RAMDocs items with several gold answers (1) and with one (0), up to `limit` each."""
+    cases, counts = [], {0: 0, 1: 0}
+    for item in _qa_items("ramdocs", data_dir):
+        label = int(len(item.answers) > 1)
+        if counts[label] == limit:
+            continue
+        counts[label] += 1
+        cases.append(Case("ramdocs", item.id, "several_answers" if label else "one_answer",
+                          item.question, item.passages(), label, golds=list(item.answers)))
+    return cases
+
+
+def poisoning_cases(setting_name: str, limit: int, data_dir: str | None) -> list[Case]:
+    """Per question of the hostile setting: its hostile top-k (1) and its clean top-k (0)."""
+    setting = build_setting(setting_name, data_dir)
+    corpus = {p.text: p for item in setting.dataset.items for p in item.passages()}
+    clean = InMemoryRetriever(list(corpus.values()), mode="bm25")
+    hostile = HostileRetriever(clean, setting.poison)
+    cases = []
+    for item in setting.dataset.items[:limit]:
+        extra = {"kb_source": item.meta.get("kb_source"), "k": setting.k}
+        cases.append(Case(setting_name, item.id, "hostile", item.question,
+                          hostile.retrieve(item.question, setting.k), 1, list(item.answers),
+                          setting.targets(item), extra))
+        cases.append(Case(setting_name, item.id, "clean", item.question,
+                          clean.retrieve(item.question, setting.k), 0, list(item.answers),
+                          setting.targets(item), extra))
+    return cases
+
+
+def wrong_answers(item: QAItem) -> list[str]:
+    """The misinfo documents' answers that are not also a gold answer, in document order."""
+    golds = {normalize_answer(g) for g in item.answers}
+    docs = item.context if isinstance(item.context, list) else []
+    answers = [d.doc_answer for d in docs if d.doc_type == "misinfo" and d.doc_answer]
+    return [a for a in dict.fromkeys(answers) if normalize_answer(a) not in golds]
+
+
+def surface_cases(limit: int, data_dir: str | None) -> list[Case]:
+    """The first `limit` RAMDocs items, each with all its documents."""
+    return [Case("ramdocs", item.id, "own_documents", item.question, item.passages(), None,
+                 list(item.answers), wrong_answers(item))
+            for item in _qa_items("ramdocs", data_dir)[:limit]]
+
+
+def _qa_items(dataset: str, data_dir: str | None) -> list[QAItem]:
+    items = load_dataset(dataset, data_dir).items
+    return [i for i in items if isinstance(i, QAItem)]
+
+
+def build_cases(command: str, dataset: str, limit: int, data_dir: str | None, k: int
+                ) -> list[Case]:
+    if command == "memory":
+        return memory_cases(dataset, limit, data_dir)
+    if command == "passages":
+        return passages_cases(dataset, limit, data_dir, k)
+    if command == "ambiguity":
+        return ambiguity_cases(limit, data_dir)
+    if command == "poisoning":
+        return poisoning_cases(dataset, limit, data_dir)
+    return surface_cases(limit, data_dir)
+
+
+# ---------------------------------------------------------------- running
+
+def strict_correct(answer: str, golds: Iterable[str], wrongs: Iterable[str]) -> bool:
+    """RAMDocs' strict criterion: every gold answer is contained and no wrong answer is."""
+    golds = list(golds)
+    return (bool(golds) and all(containment(answer, [g]) for g in golds)
+            and not any(containment(answer, [w]) for w in wrongs))
+
+
+def step_seconds(result: Result, stage: str) -> float:
+    return round(sum(s.seconds for s in result.trace.steps if s.stage == stage), 6)
+
+
+def step_tokens(result: Result, stage: str) -> list[int]:
+    """[prompt, completion] tokens of the stage's steps."""
+    steps = [s for s in result.trace.steps if s.stage == stage]
+    return [sum(s.prompt_tokens for s in steps), sum(s.completion_tokens for s in steps)]
+
+
+def record_of(command: str, case: Case, way: str | None, result: Result) -> dict[str, Any]:
+    detect = next((s for s in result.trace.steps if s.stage == "detect"), None)
+    record = {
+        "command": command, "dataset": case.dataset, "item": case.item, "variant": case.variant,
+        "way": way, "label": case.label, "passages": [p.id for p in case.passages],
+        "checks": {c.kind: c.status for c in result.conflict_checks},
+        "conflicts": [c.kind for c in result.conflicts],
+        "answer": result.answer.text, "parse_status": result.answer.parse_status,
+        "generate_seconds": step_seconds(result, "generate"),
+        "detect_seconds": step_seconds(result, "detect"),
+        "seconds": round(result.trace.totals()["seconds"], 4),
+        "generate_tokens": step_tokens(result, "generate"),
+        "detect_tokens": step_tokens(result, "detect"),
+        "llm_calls": result.trace.totals()["llm_calls"],
+        # what the detector read: memory, each passage's reply, groups, judgement (raw replies)
+        "detector": ({"memory": detect.outputs.get("memory", {}).get("answer"),
+                      "outputs": detect.outputs, "warnings": detect.warnings}
+                     if detect is not None else None),
+        **case.extra,
+    }
+    if command == "surface":
+        record.update(golds=case.golds, wrongs=case.wrongs,
+                      strict=strict_correct(result.answer.text, case.golds, case.wrongs))
+    return record
+
+
+def record_key(record: dict[str, Any]) -> tuple:
+    return (record["command"], record["dataset"], record["item"], record["variant"],
+            record.get("way"))
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out: Path,
+        progress: Callable[[str], None]) -> None:
+    """Append a record per case (x way for `surface`) not yet in out/records.jsonl;
+    `settings` are configure() keywords applied to every pipeline (model, threads, caches)."""
+    path = out / "records.jsonl"
+    done = {record_key(r) for r in read_records(path)}
+    ways = WAYS if command == "surface" else {None: DETECT}
+    pipelines = {way: Pipeline.from_parts(configure(None, **settings, **stages), llm)
+                 for way, stages in ways.items()}
+    with path.open("a") as sink:
+        for number, case in enumerate(cases):
+            for way, pipeline in pipelines.items():
+                key = (command, case.dataset, case.item, case.variant, way)
+                if key in done:
+                    continue
+                result = pipeline.run(Question(case.question, id=case.item), case.passages)
+                record = record_of(command, case, way, result)
+                sink.write(json.dumps(record) + "\n")
+                sink.flush()
+                progress(f"{number + 1}/{len(cases)} {case.item} {case.variant} {way or ''} "
+                         f"{record['seconds']:.1f} s checks={record['checks']}")
+
+
+# ---------------------------------------------------------------- summaries
+
+def flag_status(checks: dict[str, str], kinds: Iterable[str]) -> str | None:
+    """"conflict" if any of `kinds` says conflict, else "could_not_tell" if any could not
+    tell, else "no_conflict"; None when no check of those kinds was made."""
+    statuses = [checks[k] for k in kinds if k in checks]
+    if not statuses:
+        return None
+    for status in ("conflict", "could_not_tell"):
+        if status in statuses:
+            return status
+    return "no_conflict"
+
+
+def share(successes: int, n: int) -> dict[str, Any]:
+    """successes / n with its 95 % Wilson interval (None values when n = 0)."""
+    if n == 0:
+        return {"value": None, "ci": None, "k": 0, "n": 0}
+    low, high = wilson_interval(successes, n)
+    return {"value": round(successes / n, 4), "ci": [round(low, 4), round(high, 4)],
+            "k": successes, "n": n}
+
+
+def timing(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Seconds of the detect and generate steps, per record and as a ratio of the sums."""
+    generate = sum(r["generate_seconds"] for r in records)
+    detect = sum(r["detect_seconds"] for r in records)
+    n = len(records)
+    return {"generate_s_per_item": round(generate / n, 3) if n else None,
+            "detect_s_per_item": round(detect / n, 3) if n else None,
+            "detect_over_generate": round(detect / generate, 3) if generate else None}
+
+
+def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per measurement, data set, subset (all items, then SUBSETS) and flag: confusion counts,
+    precision and recall (decided items only), could-not-tell and missing checks per class,
+    and timing. A subset keeps an item's two variants together when both are in it."""
+    rows = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        if r["command"] in FLAGS:
+            groups.setdefault((r["command"], r["dataset"]), []).append(r)
+    for (command, dataset), group in groups.items():
+        subsets: dict[str, list[dict[str, Any]]] = {"all": group}
+        for name, member in SUBSETS.get(command, {}).items():
+            items = {r["item"] for r in group if r["label"] == 1 and member(r)}
+            subset = [r for r in group if r["item"] in items]
+            if subset and len(subset) < len(group):
+                subsets[name] = subset
+        for subset_name, subset in subsets.items():
+            for flag, kinds in FLAGS[command].items():
+                rows.append(confusion_row(command, dataset, subset_name, flag, kinds, subset))
+    return rows
+
+
+def confusion_row(command: str, dataset: str, subset: str, flag: str, kinds: tuple[str, ...],
+                  records: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {(label, status): 0 for label in (0, 1)
+              for status in ("conflict", "no_conflict", "could_not_tell", None)}
+    for r in records:
+        counts[r["label"], flag_status(r["checks"], kinds)] += 1
+    tp, fn = counts[1, "conflict"], counts[1, "no_conflict"]
+    fp, tn = counts[0, "conflict"], counts[0, "no_conflict"]
+    return {
+        "command": command, "dataset": dataset, "subset": subset, "flag": flag,
+        "n_positive": sum(r["label"] == 1 for r in records),
+        "n_negative": sum(r["label"] == 0 for r in records),
+        "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "could_not_tell_positive": counts[1, "could_not_tell"],
+        "could_not_tell_negative": counts[0, "could_not_tell"],
+        "no_check": counts[1, None] + counts[0, None],
+        "precision": share(tp, tp + fp), "recall": share(tp, tp + fn),
+        **timing(records),
+    }
+
+
+def surface_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per data set: the strict share per way over the items every way answered, and the
+    paired difference surface - plain."""
+    rows = []
+    by_dataset: dict[str, dict[str, dict[str, bool]]] = {}
+    for r in records:
+        if r["command"] == "surface":
+            by_dataset.setdefault(r["dataset"], {}).setdefault(r["way"], {})[r["item"]] = (
+                r["strict"])
+    for dataset, ways in by_dataset.items():
+        items = sorted(set.intersection(*(set(ways.get(w, {})) for w in WAYS)))
+        row: dict[str, Any] = {"command": "surface", "dataset": dataset, "n": len(items)}
+        for way in WAYS:
+            row[way] = share(sum(ways[way][i] for i in items), len(items)) if items else None
+        row["surface_minus_plain"] = (
+            paired_difference([ways["surface"][i] for i in items],
+                              [ways["plain"][i] for i in items]) if items else None)
+        timed = [r for r in records if r["command"] == "surface" and r["dataset"] == dataset
+                 and r["way"] == "surface" and r["item"] in set(items)]
+        row.update(timing(timed))
+        rows.append(row)
+    return rows
+
+
+def _fmt(s: dict[str, Any] | None) -> str:
+    if not s or s["value"] is None:
+        return "—"
+    return f"{s['value']:.2f} [{s['ci'][0]:.2f}, {s['ci'][1]:.2f}] ({s['k']}/{s['n']})"
+
+
+def render(detection: list[dict[str, Any]], surface: list[dict[str, Any]]) -> str:
+    lines = []
+    if detection:
+        lines += [("| measurement | data | items | flag | n pos / neg | precision [95 %] | "
+                  "recall [95 %] | could not tell pos / neg | detect / generate s per item |"),
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in detection:
+            lines.append(
+                f"| {r['command']} | {r['dataset']} | {r['subset']} | {r['flag']} | "
+                f"{r['n_positive']} / "
+                f"{r['n_negative']} | {_fmt(r['precision'])} | {_fmt(r['recall'])} | "
+                f"{r['could_not_tell_positive']} / {r['could_not_tell_negative']} | "
+                f"{r['detect_s_per_item']} / {r['generate_s_per_item']} "
+                f"(× {r['detect_over_generate']}) |")
+    if surface:
+        lines += ["", ("| data | n | plain | resolve | surface | surface − plain [95 %] | "
+                  "McNemar p | detect / generate s per item |"), "|---|---|---|---|---|---|---|---|"]
+        for r in surface:
+            d = r["surface_minus_plain"]
+            diff = (f"{d['difference']:+.2f} [{d['difference_ci'][0]:+.2f}, "
+                    f"{d['difference_ci'][1]:+.2f}]" if d else "—")
+            lines.append(
+                f"| {r['dataset']} | {r['n']} | {_fmt(r['plain'])} | {_fmt(r['resolve'])} | "
+                f"{_fmt(r['surface'])} | {diff} | {d['mcnemar_p'] if d else '—'} | "
+                f"{r['detect_s_per_item']} / {r['generate_s_per_item']} |")
+    return "\n".join(lines)
+
+
+def summarize(out: Path) -> str:
+    records = read_records(out / "records.jsonl")
+    detection, surface = detection_rows(records), surface_rows(records)
+    (out / "summary.json").write_text(
+        json.dumps({"detection": detection, "surface": surface}, indent=1) + "\n")
+    return render(detection, surface)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=(*COMMANDS, "summary"),
+                        help="the measurement to run ('summary': summarise --out only)")
+    parser.add_argument("--dataset", default=None,
+                        help="memory: kre_musique|kre_squad; passages: kre_conflict_rank|"
+                             "ramdocs_rank; poisoning: a hostile setting "
+                             f"({', '.join(SETTINGS)})")
+    parser.add_argument("--model", default="default", help="model preset or .gguf path")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--limit", type=int, default=100, help="items per class")
+    parser.add_argument("-k", type=int, default=5, help="passages: the window of candidates")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command != "summary":
+        dataset = args.dataset or DEFAULT_DATASET[args.command]
+        if dataset not in DATASETS[args.command]:
+            parser.error(f"--dataset for {args.command}: one of "
+                         f"{', '.join(DATASETS[args.command])}")
+        if args.limit < 1 or args.k < 1:
+            parser.error("--limit and -k must be >= 1")
+        cases = build_cases(args.command, dataset, args.limit, args.data_dir, args.k)
+        settings = {"model": args.model, "llm__n_threads": args.threads, "use_cache": False}
+        from faithrag.llm import load_llm
+        llm = load_llm(configure(None, **settings).llm)
+        args.out.mkdir(parents=True, exist_ok=True)
+        run(args.command, cases, llm, settings, args.out,
+            lambda line: print(line, file=sys.stderr, flush=True))
+    print(summarize(args.out))
+
+
+if __name__ == "__main__":
+    main()

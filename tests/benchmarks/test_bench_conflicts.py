@@ -1,0 +1,239 @@
+"""benchmarks/bench_conflicts.py: the variants each measurement builds, the summaries, the
+resumable runner (FakeLLM, control flow only) and a smoke run on the tiny model."""
+import json
+
+import bench_conflicts as bench
+import pytest
+
+from faithrag.llm.fake import FakeLLM
+
+
+def kre(i: int, golden: str | None = "The tower was finished in 1889.") -> dict:
+    meta = {"golden_answer": "1889"}
+    if golden is not None:
+        meta["golden_context"] = golden
+    return {"id": f"kre_musique::q{i}", "question": f"When was tower {i} finished?",
+            "context": "The tower was finished in 1920.", "answer": "1920",
+            "choices": ["1920", "1889", "1700", "1999"], "answer_idx": 0,
+            "parametric_answer": "1889", "meta": meta}
+
+
+def rank(i: int, roles: list[str]) -> dict:
+    relevance = {"reference": 2, "contrary": 0, "distractor": 0}
+    return {"id": f"kre_conflict_rank::q{i}", "query": f"Question {i}?",
+            "passages": [{"pid": f"q{i}#p{j}", "text": f"passage {j} ({role})",
+                          "relevance": relevance[role], "is_contrary": role == "contrary",
+                          "role": role} for j, role in enumerate(roles)]}
+
+
+def ramdocs(i: int, golds: list[str], misinfo: list[str]) -> dict:
+    docs = [{"title": "", "text": f"{g} did it.", "doc_type": "correct", "doc_answer": g}
+            for g in golds]
+    docs += [{"title": "", "text": f"{m} did it.", "doc_type": "misinfo", "doc_answer": m}
+             for m in misinfo]
+    docs.append({"title": "", "text": "Unrelated text.", "doc_type": "noise", "doc_answer": ""})
+    return {"id": f"ramdocs::{i}", "question": f"Who did thing {i}?", "context": docs,
+            "answer": golds[0], "answers": golds}
+
+
+# ---------------------------------------------------------------- variants
+
+def test_memory_pairs_conflicting_and_golden_context_and_skips_items_without_golden(
+        tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path, "kre_musique", [kre(0, None), kre(1), kre(2), kre(3)])
+    cases = bench.memory_cases("kre_musique", 2, str(root))
+    assert [(c.item, c.variant, c.label) for c in cases] == [
+        ("kre_musique::q1", "conflicting", 1), ("kre_musique::q1", "golden", 0),
+        ("kre_musique::q2", "conflicting", 1), ("kre_musique::q2", "golden", 0)]
+    assert cases[0].passages[0].text == "The tower was finished in 1920."
+    assert cases[1].passages[0].text == "The tower was finished in 1889."
+
+
+def test_passage_window_keeps_both_sides_and_the_negative_drops_the_contrary(
+        tmp_path, write_data_dir):
+    items = [
+        rank(0, ["distractor", "contrary", "distractor", "reference", "distractor", "distractor"]),
+        # contrary and reference both beyond k = 3: each takes a distractor's place
+        rank(1, ["distractor", "distractor", "distractor", "distractor", "reference",
+                 "contrary"]),
+        rank(2, ["reference", "distractor", "distractor"]),  # no contrary passage: skipped
+    ]
+    root = write_data_dir(tmp_path, "kre_conflict_rank", items)
+    cases = bench.passages_cases("kre_conflict_rank", 10, str(root), 3)
+    assert [(c.item, c.variant, c.label, [p.id for p in c.passages]) for c in cases] == [
+        ("kre_conflict_rank::q0", "with_contrary", 1, ["q0#p0", "q0#p1", "q0#p3"]),
+        ("kre_conflict_rank::q0", "without_contrary", 0, ["q0#p0", "q0#p3"]),
+        ("kre_conflict_rank::q1", "with_contrary", 1, ["q1#p0", "q1#p4", "q1#p5"]),
+        ("kre_conflict_rank::q1", "without_contrary", 0, ["q1#p0", "q1#p4"]),
+    ]
+
+
+def test_ambiguity_takes_limit_items_per_class_in_file_order(tmp_path, write_data_dir):
+    items = [ramdocs(0, ["A", "B"], []), ramdocs(1, ["C"], []), ramdocs(2, ["D", "E"], []),
+             ramdocs(3, ["F"], ["G"]), ramdocs(4, ["H"], [])]
+    root = write_data_dir(tmp_path, "ramdocs", items)
+    cases = bench.ambiguity_cases(2, str(root))
+    assert [(c.item, c.label) for c in cases] == [
+        ("ramdocs::0", 1), ("ramdocs::1", 0), ("ramdocs::2", 1), ("ramdocs::3", 0)]
+    assert len(cases[3].passages) == 3  # all its own documents
+
+
+def test_surface_wrong_answers_are_misinfo_answers_that_are_not_gold(tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path, "ramdocs", [ramdocs(0, ["Mutemath", "Coldplay"],
+                                                        ["The Beatles", "coldplay"])])
+    [case] = bench.surface_cases(5, str(root))
+    assert case.golds == ["Mutemath", "Coldplay"]
+    assert case.wrongs == ["The Beatles"]
+
+
+def test_poisoning_puts_the_poison_on_top_only_in_the_hostile_variant(tmp_path, write_data_dir):
+    items = [kre(0, "Tower zero was finished in 1889."), kre(1, "Bridge one opened in 1901.")]
+    root = write_data_dir(tmp_path, "kre_musique", items)
+    cases = bench.poisoning_cases("kre_musique", 5, str(root))
+    hostile, clean = cases[0], cases[1]
+    assert (hostile.variant, hostile.label, clean.variant, clean.label) == (
+        "hostile", 1, "clean", 0)
+    assert hostile.passages[0].text == "The tower was finished in 1920."  # the poison, rank 0
+    assert all(p.text != "The tower was finished in 1920." for p in clean.passages)
+    assert clean.passages[0].text == "Tower zero was finished in 1889."
+    assert len(cases) == 4 and hostile.golds == ["1889"] and hostile.wrongs == ["1920"]
+
+
+# ---------------------------------------------------------------- scoring and summaries
+
+def test_strict_criterion_needs_every_gold_and_no_wrong_answer():
+    assert bench.strict_correct("Mutemath (per [1]); Coldplay (per [2])", ["Mutemath",
+                                                                          "Coldplay"], [])
+    assert not bench.strict_correct("Mutemath", ["Mutemath", "Coldplay"], [])
+    assert not bench.strict_correct("Mutemath; Coldplay; The Beatles", ["Mutemath", "Coldplay"],
+                                    ["The Beatles"])
+    assert not bench.strict_correct("anything", [], [])
+
+
+def test_flag_status_never_reads_could_not_tell_as_no_conflict():
+    kinds = ("passage_vs_passage", "ambiguous")
+    assert bench.flag_status({"passage_vs_passage": "conflict",
+                              "ambiguous": "could_not_tell"}, kinds) == "conflict"
+    assert bench.flag_status({"passage_vs_passage": "no_conflict",
+                              "ambiguous": "could_not_tell"}, kinds) == "could_not_tell"
+    assert bench.flag_status({"passage_vs_passage": "no_conflict",
+                              "ambiguous": "no_conflict"}, kinds) == "no_conflict"
+    assert bench.flag_status({"low_relevance": "conflict"}, kinds) is None
+
+
+def detection_record(item: int, label: int, status: str) -> dict:
+    return {"command": "memory", "dataset": "kre_musique", "item": f"q{item}",
+            "variant": "conflicting" if label else "golden", "way": None, "label": label,
+            "checks": {"context_vs_memory": status}, "generate_seconds": 1.0,
+            "detect_seconds": 1.5}
+
+
+def test_detection_summary_counts_precision_recall_and_keeps_could_not_tell_apart():
+    records = ([detection_record(i, 1, "conflict") for i in range(6)]
+               + [detection_record(i, 1, "no_conflict") for i in range(6, 8)]
+               + [detection_record(i, 1, "could_not_tell") for i in range(8, 10)]
+               + [detection_record(i, 0, "conflict") for i in range(2)]
+               + [detection_record(i, 0, "no_conflict") for i in range(2, 9)]
+               + [detection_record(9, 0, "could_not_tell")])
+    [row] = bench.detection_rows(records)
+    assert (row["n_positive"], row["n_negative"]) == (10, 10)
+    assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (6, 2, 2, 7)
+    assert (row["could_not_tell_positive"], row["could_not_tell_negative"]) == (2, 1)
+    assert row["precision"]["value"] == 0.75 and row["precision"]["n"] == 8
+    assert row["recall"]["value"] == 0.75 and row["recall"]["n"] == 8
+    low, high = row["recall"]["ci"]
+    assert 0.35 < low < 0.75 < high < 1.0
+    assert row["detect_over_generate"] == 1.5
+    assert "0.75 [" in bench.render([row], [])
+
+
+def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_one():
+    records = [detection_record(i, label, status) for i, label, status in
+               ((0, 1, "conflict"), (0, 0, "no_conflict"), (1, 1, "no_conflict"),
+                (1, 0, "conflict"))]
+    for r in records:
+        r["golden_answer"] = "1889"
+        r["detector"] = {"memory": "1889" if r["item"] == "q0" else "1920"}
+    rows = {row["subset"]: row for row in bench.detection_rows(records)}
+    assert set(rows) == {"all", "closed-book answer = golden answer"}
+    recalled = rows["closed-book answer = golden answer"]
+    assert (recalled["n_positive"], recalled["n_negative"]) == (1, 1)
+    assert (recalled["tp"], recalled["tn"]) == (1, 1)
+    assert rows["all"]["recall"]["value"] == 0.5
+
+
+def test_surface_summary_scores_each_way_on_common_items_with_a_paired_difference():
+    def rec(item, way, strict):
+        return {"command": "surface", "dataset": "ramdocs", "item": item, "variant": "own",
+                "way": way, "strict": strict, "generate_seconds": 1.0,
+                "detect_seconds": 0.5 if way != "plain" else 0.0}
+    records = [rec(f"q{i}", way, strict) for i in range(4)
+               for way, strict in (("plain", i == 0), ("resolve", i == 0), ("surface", i < 3))]
+    records.append(rec("q9", "plain", True))  # not answered the other ways: left out
+    [row] = bench.surface_rows(records)
+    assert row["n"] == 4
+    assert row["plain"]["value"] == 0.25 and row["surface"]["value"] == 0.75
+    assert row["surface_minus_plain"]["difference"] == 0.5
+    assert row["surface_minus_plain"]["only_a"] == 2
+    assert "surface − plain" in bench.render([], [row])
+
+
+# ---------------------------------------------------------------- runner
+
+def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path / "data", "kre_musique", [kre(0), kre(1)])
+    cases = bench.memory_cases("kre_musique", 2, str(root))
+    llm = FakeLLM(rules=[("1920", "1920"), ("1889", "1889")], default="1889")
+    out = tmp_path / "out"
+    out.mkdir()
+    bench.run("memory", cases[:2], llm, {"use_cache": False}, out, lambda line: None)
+    bench.run("memory", cases, llm, {"use_cache": False}, out, lambda line: None)
+    records = bench.read_records(out / "records.jsonl")
+    assert [(r["item"], r["variant"]) for r in records] == [
+        ("kre_musique::q0", "conflicting"), ("kre_musique::q0", "golden"),
+        ("kre_musique::q1", "conflicting"), ("kre_musique::q1", "golden")]
+    # memory says 1889: the 1920 context conflicts with it, the golden one does not
+    assert [r["checks"]["context_vs_memory"] for r in records] == [
+        "conflict", "no_conflict"] * 2
+    assert all(r["detect_seconds"] > 0 and r["generate_seconds"] > 0 for r in records)
+    assert all(r["detect_tokens"][0] > r["generate_tokens"][0] > 0 for r in records)
+    assert records[0]["detector"]["memory"] == "1889"
+    table = bench.summarize(out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["detection"][0]["recall"]["value"] == 1.0
+    assert "context_vs_memory" in table
+
+
+def test_run_surface_answers_three_ways(tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path / "data", "ramdocs",
+                          [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
+    cases = bench.surface_cases(1, str(root))
+    llm = FakeLLM(rules=[("SAME or DIFFERENT", "DIFFERENT"), ("Mutemath did", "Mutemath"),
+                         ("Coldplay did", "Coldplay"), ("Beatles did", "The Beatles")],
+                  default="NOT_IN_PASSAGE")
+    out = tmp_path / "out"
+    out.mkdir()
+    bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
+    records = {r["way"]: r for r in bench.read_records(out / "records.jsonl")}
+    assert set(records) == {"plain", "resolve", "surface"}
+    assert records["plain"]["detect_seconds"] == 0.0 and records["plain"]["checks"] == {}
+    assert records["surface"]["checks"]["ambiguous"] == "conflict"
+    assert records["surface"]["answer"] != records["resolve"]["answer"]
+    assert records["surface"]["wrongs"] == ["The Beatles"]
+
+
+def test_main_rejects_a_dataset_the_measurement_does_not_take(tmp_path):
+    with pytest.raises(SystemExit):
+        bench.main(["memory", "--dataset", "ramdocs", "--out", str(tmp_path)])
+
+
+@pytest.mark.model
+def test_memory_smoke_on_the_tiny_model(tmp_path, write_data_dir, capsys):
+    root = write_data_dir(tmp_path / "data", "kre_musique", [kre(0)])
+    bench.main(["memory", "--model", "tiny", "--limit", "1", "--data-dir", str(root),
+                "--out", str(tmp_path / "out")])
+    records = bench.read_records(tmp_path / "out" / "records.jsonl")
+    assert [r["variant"] for r in records] == ["conflicting", "golden"]
+    assert all(r["checks"]["context_vs_memory"] in ("conflict", "no_conflict", "could_not_tell")
+               for r in records)
+    assert "| memory | kre_musique | all | context_vs_memory | 1 / 1 |" in capsys.readouterr().out
