@@ -208,9 +208,10 @@ def test_run_surface_answers_three_ways(tmp_path, write_data_dir):
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
     cases = bench.surface_cases(1, str(root))
-    llm = FakeLLM(rules=[("SAME or DIFFERENT", "DIFFERENT"), ("Mutemath did", "Mutemath"),
-                         ("Coldplay did", "Coldplay"), ("Beatles did", "The Beatles")],
-                  default="NOT_IN_PASSAGE")
+    # the same-subject check scores Yes/No; "No" (different subjects) makes the pair ambiguous
+    llm = FakeLLM(rules=[("Mutemath did", "Mutemath"), ("Coldplay did", "Coldplay"),
+                         ("Beatles did", "The Beatles")],
+                  default="NOT_IN_PASSAGE", choice_prior=lambda c: 3.0 if c == "No" else 0.0)
     out = tmp_path / "out"
     out.mkdir()
     bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
