@@ -19,6 +19,8 @@ embedded), and how often each backend refused (the OpenAI backend refuses to sco
 cannot score exactly, e.g. options of several tokens under the CSRAG bias).
 
     python benchmarks/bench_openai_parity.py --model default --limit 50 --out runs/parity
+    python benchmarks/bench_openai_parity.py --stages vanilla choice_scoring csrag_choices \
+      --set csrag.enhance_context=false --limit 20 --out runs/parity
     python benchmarks/bench_openai_parity.py --summary-only --out runs/parity
 """
 
@@ -244,6 +246,19 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def parse_settings(pairs: list[str]) -> dict[str, str]:
+    """`section.key=value` pairs as Pipeline.from_config keywords (`section__key`); values are
+    validated with the configuration."""
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or "." not in key:
+            raise SystemExit(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
+                             "csrag.enhance_context=false")
+        settings[key.replace(".", "__")] = value
+    return settings
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="model preset or .gguf path")
@@ -256,6 +271,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="a configuration value for every stage on both backends, e.g. "
+                             "csrag.enhance_context=false (repeatable)")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize the records in --out without running anything")
     args = parser.parse_args(argv)
@@ -271,7 +290,8 @@ def main(argv: list[str] | None = None) -> None:
                                         llm__tokenizer=str(gguf), llm__timeout=600).llm)
             run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
-                lambda line: print(line, file=sys.stderr, flush=True))
+                lambda line: print(line, file=sys.stderr, flush=True),
+                **parse_settings(args.settings))
     rows = summarize(read_records(args.out / "records.jsonl"))
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(render(rows))
