@@ -96,7 +96,8 @@ def test_reranker_drops_the_false_side_and_keeps_the_reason_on_every_kept_docume
     for document in kept:
         (removed,) = document.metadata[REMOVED_KEY]
         assert removed["id"] == "blog" and removed["reason"].startswith("conflicts with tower")
-        assert document.metadata[CONFLICTS_KEY] == []
+        (conflict,) = document.metadata[CONFLICTS_KEY]
+        assert (conflict["kind"], conflict["action"]) == ("passage_vs_passage", "removed")
     assert kept[0].metadata["source"] == "tower.txt" and kept[0].metadata["year"] == 1889
     assert all(type(d) is Document for d in kept)
     assert documents[0].metadata == {"source": "tower.txt", "title": "Eiffel Tower",
@@ -231,7 +232,8 @@ def test_verifier_repairs_a_contradicted_draft_and_reports_its_decision(trusted)
     out = verifier(trusted).invoke({"question": QUESTION, "documents": eiffel_documents(),
                                     "answer": "1925", "session": 7})
     assert (out["answer"], out["draft"], out["decision"]) == ("1889", "1925", "REPAIR")
-    assert out["conflicts"] == [] and out["session"] == 7
+    assert [c["kind"] for c in out["conflicts"]] == ["contradicted_by_trusted_kb"]
+    assert out["session"] == 7
     assert out["verification"]["decision"] == "REPAIR"
     assert "contradicted by the trusted knowledge base" in out["verification"]["reasons"][0]
     assert [d.id for d in out["documents"]] == ["tower", "blog", "visitors"]
@@ -326,7 +328,7 @@ def test_the_documented_example_runs_as_written(trusted, monkeypatch, capsys):
     exec(compile(example(), str(DOC), "exec"), {})  # noqa: S102 (the docs, as written)
     reranked, verified = capsys.readouterr().out.splitlines()
     assert reranked.startswith("['tower', 'visitors'] [{'id': 'blog', 'reason': 'conflicts")
-    assert verified == "1889 REPAIR []"
+    assert verified.startswith("1889 REPAIR [{'kind': 'contradicted_by_trusted_kb'")
 
 
 # ---------------------------------------------------------------- the tiny model

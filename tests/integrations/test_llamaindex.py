@@ -115,7 +115,8 @@ def test_postprocessor_drops_the_false_side_and_records_why_on_the_kept_nodes():
         (removed,) = node.node.metadata["faithrag_removed"]
         assert removed["node_id"] == "blog"
         assert removed["reason"].startswith("conflicts with history")
-        assert node.node.metadata["faithrag_conflicts"] == []
+        (conflict,) = node.node.metadata["faithrag_conflicts"]
+        assert (conflict["kind"], conflict["action"]) == ("passage_vs_passage", "removed")
     first = kept[0].node
     assert first.metadata["title"] == "Aldermoor history" and first.metadata["year"] == 1887
     assert first.get_content() == "The Aldermoor Bridge opened in 1887."
@@ -225,7 +226,7 @@ def test_verifier_repairs_a_response_and_records_its_decision(trusted):
     record = verified.metadata["faithrag"]
     assert record["decision"] == "REPAIR" and record["draft"] == "The bridge opened in 1921."
     assert any("contradicted by the trusted knowledge base" in r for r in record["reasons"])
-    assert record["conflicts"] == []
+    assert [c["kind"] for c in record["conflicts"]] == ["contradicted_by_trusted_kb"]
     assert verified.metadata["history"] == {"title": "Aldermoor history"}
     assert verified.source_nodes == nodes
     relevance = next(c for c in llm.calls if c.purpose == "relevance").messages[-1].content

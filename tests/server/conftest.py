@@ -107,25 +107,33 @@ def conflict_stages():
     """Registers the re-ranker `test_sides` (FirstAgainstLast) and a detector `test_silent`
     (never built by these tests: it is there to be listed and chosen) for one test; start
     servers after it."""
-    registry.register("reranker", SIDES_RERANKER)(lambda llm, config, retriever: FirstAgainstLast())
-    registry.register("detector", SILENT_DETECTOR)(lambda llm, config, retriever: None)
+    registry.register("reranker", SIDES_RERANKER, reports_conflicts=("passage_vs_passage",))(
+        lambda llm, config, retriever: FirstAgainstLast())
+    registry.register("detector", SILENT_DETECTOR, reports_conflicts=("passage_vs_passage",))(
+        lambda llm, config, retriever: SilentDetector())
     yield
     registry.unregister("reranker", SIDES_RERANKER)
     registry.unregister("detector", SILENT_DETECTOR)
 
 
+class SilentDetector:
+    """A detector that looks and finds nothing."""
+
+    name = SILENT_DETECTOR
+
+    def detect(self, question, passages, answer, trace):
+        return []
+
+
 class RecordingBuild:
-    """A pipeline builder that records the configuration of each pipeline it builds and builds
-    `Pipeline.from_parts` of it without its detector (so a chosen test detector never runs)."""
+    """A pipeline builder that records the configuration of each pipeline it builds."""
 
     def __init__(self):
         self.configs: list[Config] = []
 
     def __call__(self, config: Config, llm, retriever) -> Pipeline:
         self.configs.append(config)
-        without_detector = config.model_copy(update={
-            "pipeline": config.pipeline.model_copy(update={"detect": None})})
-        return Pipeline.from_parts(without_detector, llm, retriever)
+        return Pipeline.from_parts(config, llm, retriever)
 
 
 @pytest.fixture

@@ -58,15 +58,15 @@ def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
 
 def test_the_detector_and_the_conflict_policy_are_part_of_the_choice(conflict_stages,
                                                                      recording_build):
-    config = Config.load(overrides={"llm.backend": "fake", "pipeline.on_conflict": "abstain"})
+    config = Config.load(overrides={"llm.backend": "fake", "pipeline.on_conflict": "abstain",
+                                    "pipeline.detect": "test_silent"})
     svc = AskService(config, FakeLLM(default="Canberra"), None, recording_build)
-    asked = [{"detect": "test_silent"}, {"detect": "test_silent", "on_conflict": "surface"},
-             {"detect": "test_silent"}, {"on_conflict": "abstain"}, {"on_conflict": "resolve"}]
+    asked = [{}, {"on_conflict": "surface"}, {"detect": "test_silent"}, {"on_conflict": "abstain"},
+             {"detect": None, "on_conflict": "resolve"}]
     for fields in asked:
         svc.ask(body({"question": "q?", "passages": [{"text": "t"}], **fields}))
     built = [(c.pipeline.detect, c.pipeline.on_conflict) for c in recording_build.configs]
-    assert built == [(None, "abstain"), ("test_silent", "abstain"), ("test_silent", "surface"),
-                     (None, "resolve")]
+    assert built == [("test_silent", "abstain"), ("test_silent", "surface"), (None, "resolve")]
     detectors = svc.methods()["detectors"]
     assert detectors == registry.names("detector") and "test_silent" in detectors
     assert svc.methods()["on_conflict"] == ["resolve", "surface", "abstain"]
