@@ -221,6 +221,9 @@ class LlamaCppLLM:
         self.lookup_ngram = lookup_ngram
         self.constrain = constrain
         self._grammars = CompiledGrammars(lib, self._vocab)
+        # decoding under a grammar: steps taken, picks the grammar refused (then the best
+        # candidates were checked), rows masked whole, and the seconds spent in grammar calls
+        self.grammar_stats = {"steps": 0, "refused": 0, "masked": 0, "seconds": 0.0}
         # greedy decoding with prompt-lookup drafts: tokens drafted, drafted tokens the picks
         # confirmed, and forward passes that carried a draft
         self.lookup_stats = {"drafted": 0, "accepted": 0, "passes": 0}
@@ -344,16 +347,14 @@ class LlamaCppLLM:
             scores = rows.pop(0)
             bias(None, scores)
             token = self._pick(scores, request.temperature, rng)
-            if grammar is not None and not grammar.allows(token):
-                token = self._constrained_pick(scores, request.temperature, rng, grammar)
+            if grammar is not None:
+                token = self._grammar_pick(token, scores, request.temperature, rng, grammar)
                 if token is None:  # the grammar admits nothing more
                     finish = "stop"
                     break
             if self._lib.llama_vocab_is_eog(self._vocab, token):
                 finish = "stop"
                 break
-            if grammar is not None:
-                grammar.accept(token)
             if request.logprobs:
                 top = scores.max()
                 logprobs.append(float(scores[token] - top - np.log(np.exp(scores - top).sum())))
@@ -394,6 +395,21 @@ class LlamaCppLLM:
             token_logprobs=logprobs if request.logprobs else None,
         )
 
+    def _grammar_pick(self, token: int, scores: np.ndarray, temperature: float,
+                      rng: np.random.Generator | None, grammar: GrammarMask) -> int | None:
+        """`token` if the grammar admits it, else the constrained pick; the grammar is advanced
+        past the result (unless it ends generation) and the time counted in grammar_stats."""
+        start = time.perf_counter()
+        stats = self.grammar_stats
+        stats["steps"] += 1
+        if not grammar.allows(token):
+            stats["refused"] += 1
+            token = self._constrained_pick(scores, temperature, rng, grammar)
+        if token is not None and not self._lib.llama_vocab_is_eog(self._vocab, token):
+            grammar.accept(token)
+        stats["seconds"] += time.perf_counter() - start
+        return token
+
     def _constrained_pick(self, scores: np.ndarray, temperature: float,
                           rng: np.random.Generator | None, grammar: GrammarMask) -> int | None:
         """The pick among the tokens `grammar` admits (None when it admits none). Greedy: the
@@ -407,6 +423,7 @@ class LlamaCppLLM:
                     return int(candidate)
         masked = scores.copy()
         grammar.mask(masked)
+        self.grammar_stats["masked"] += 1
         if not np.isfinite(masked).any():
             return None
         return self._pick(masked, temperature, rng)

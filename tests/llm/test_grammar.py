@@ -62,7 +62,9 @@ def test_every_reply_parses_under_the_schema_for_any_prompt_and_seed(llm):
     schema = choice_answer_schema(OPTIONS, max_tokens=24)  # a reason of at most 72 - 34 chars
     requests = [GenerationRequest(ask(p), max_tokens=64, temperature=t, seed=seed, schema=schema)
                 for p in PROMPTS for t, seed in ((0.0, 0), (1.5, 1))]
+    steps = llm.grammar_stats["steps"]
     completions = llm.generate(requests)
+    assert llm.grammar_stats["steps"] - steps == sum(c.completion_tokens + 1 for c in completions)
     for request, completion in zip(requests, completions):
         assert completion.finish_reason == "stop"
         assert valid(completion.text, schema), (request.messages[-1].content, completion.text)
