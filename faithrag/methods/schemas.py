@@ -64,7 +64,10 @@ SCORE_RULE = 'score ::= "0" ("." [0-9] [0-9]? [0-9]?)? | "1" ("." "0" "0"? "0"?)
 # ----------------------------------------------------------------- JSON: cot_json and CSRAG
 def choice_answer_schema(choices: Sequence[str], max_tokens: int) -> dict[str, Any]:
     """{"Reason": <at most REASON_CHARS>, "Answer": <one of `choices`>}, Reason first (the
-    paper's reason-then-answer order; the scored variant stops at the "Answer" key)."""
+    paper's reason-then-answer order; the scored variant stops at the "Answer" key). Needs at
+    least one option (ValueError)."""
+    if not choices:
+        raise ValueError("a choice answer needs at least one option")
     longest = max((len(json.dumps(c)) for c in choices), default=0)
     reason = free_chars(max_tokens, longest + len('{"Reason": "", "Answer": }'), REASON_CHARS)
     return {

@@ -57,6 +57,8 @@ def test_the_json_answer_schema_bounds_the_reason_and_lists_only_the_options():
     assert schema["properties"]["Reason"]["maxLength"] == 3 * 64 - len(
         '{"Reason": "", "Answer": }') - len('"Alexander Fleming"')
     assert schema["required"] == ["Reason", "Answer"] and not schema["additionalProperties"]
+    with pytest.raises(ValueError):
+        schemas.choice_answer_schema([], max_tokens=64)
 
 
 def test_id_grammars_name_only_the_ids_shown_and_a_permutation_at_most_n_of_them():
