@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from typing import Any
 
 CHARS_PER_TOKEN = 3
-REASON_CHARS = 480  # cot_json's "Reason": "at most three sentences"
+# cot_json's "Reason" (the prompt asks for at most three sentences): what the default 256 tokens
+# hold, since a reason cut short mid-sentence leaves its answer to follow an unfinished argument
+REASON_CHARS = 720
 VERDICT_REASON_CHARS = 360  # crossval's "one or two sentences"
 RATIONALE_CHARS = 240  # CF-RAG's "one sentence"
 CLAIM_CHARS = 200  # one short factual statement
