@@ -67,6 +67,10 @@ class LLMConfig(_Strict):
     """openai: most logit_bias entries the server takes (300 for api.openai.com); unset: all"""
     torch_dtype: str = "bfloat16"
     """transformers: the weights' dtype"""
+    constrain: bool = True
+    """constrain structured replies (JSON answers, judgements, rankings) to their schema or
+    grammar where the backend can; false: ask without constraint (the tolerant readers still
+    apply), to measure what constraint changes"""
 
 
 class RetrievalConfig(_Strict):

@@ -21,7 +21,7 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
             return LlamaCppLLM(config.model, n_ctx=config.n_ctx or DEFAULT_N_CTX, n_threads=threads,
                                n_batch=config.n_batch, prefix_cache=config.prefix_cache,
                                lookup_tokens=config.lookup_tokens,
-                               lookup_ngram=config.lookup_ngram)
+                               lookup_ngram=config.lookup_ngram, constrain=config.constrain)
         if copies <= 1:
             return one()
         from faithrag.llm.replicas import Replicas
@@ -32,11 +32,12 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
             base_url=config.base_url, model=config.model, api_key=config.api_key,
             tokenizer=config.tokenizer, timeout=config.timeout, max_retries=config.max_retries,
             concurrency=config.concurrency, logit_bias_cap=config.logit_bias_cap,
-            context_window=config.n_ctx)  # None: the server's own window
+            context_window=config.n_ctx,  # None: the server's own window
+            constrain=config.constrain)
     if config.backend == "transformers":
         from faithrag.llm.transformers import TransformersLLM
         return TransformersLLM(config.model, n_ctx=config.n_ctx or DEFAULT_N_CTX,
-                              torch_dtype=config.torch_dtype)
+                              torch_dtype=config.torch_dtype, constrain=config.constrain)
     from faithrag.llm.fake import FakeLLM
     return FakeLLM(context_window=config.n_ctx or DEFAULT_N_CTX)
 

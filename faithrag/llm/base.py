@@ -4,6 +4,11 @@ A backend offers four things: generation (batched), choice scoring, its tokenize
 of its context window. A static per-request `TokenBias` is added to the logits at every decoding
 step, on every backend: as one dense vector (llama.cpp, transformers) or as `logit_bias`
 (OpenAI-compatible servers).
+
+A request asks for structure with `schema` (a JSON schema) or `grammar` (a GBNF grammar, llama.cpp's
+format); a backend that can constrain decoding makes the reply match it (the bias shifts the
+logits, the structure masks them), one that cannot sends the request unconstrained and says so
+in the completion's warnings, so callers always keep a tolerant reader for the reply.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -86,8 +91,20 @@ class GenerationRequest:
     # and the leading text of the message after them that recurs as well (e.g. the question and
     # passages, when only the instruction that follows them changes from call to call)
     cache_prefix_text: str = ""
+    # the structure the reply must have, at most one of the two: a JSON schema (a dict; the
+    # subset that llama.cpp's converter and OpenAI-compatible servers take: object, properties,
+    # required, enum, string maxLength/pattern, array maxItems, number, integer, boolean) or a
+    # GBNF grammar whose rule "root" is the whole reply
+    schema: Mapping[str, Any] | None = field(default=None, hash=False)
+    grammar: str | None = None
+
+    @property
+    def structured(self) -> bool:
+        return self.schema is not None or self.grammar is not None
 
     def __post_init__(self) -> None:
+        if self.schema is not None and self.grammar is not None:
+            raise ValueError("a request takes a schema or a grammar, not both")
         if not 0 <= self.cache_prefix <= len(self.messages):
             raise ValueError(f"cache_prefix must be between 0 and {len(self.messages)} "
                              f"(the number of messages), got {self.cache_prefix}")

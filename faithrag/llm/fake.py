@@ -24,7 +24,10 @@ class FakeLLM:
     user message wins, else `default`. A callable may be given instead of rules.
 
     Choice scores are `choice_prior(choice)` plus the mean bias over the choice's bytes, so a
-    bias can flip a choice exactly as it would on a real model. Every request is kept in `calls`.
+    bias can flip a choice exactly as it would on a real model. Every request is kept in `calls`
+    (with its `schema` or `grammar`, so a test can check the structure a stage asked for); the
+    reply is the rule's text whatever structure was asked, as from a backend that cannot
+    constrain.
     """
 
     name = "fake"

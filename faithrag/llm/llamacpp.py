@@ -34,6 +34,15 @@ Contract:
   picks are the same argmax over the same biased logits, but a batch of several tokens rounds
   differently from one token at a time, so a near-tie can fall the other way and long outputs
   can differ from plain decoding.
+- A request's `schema` or `grammar` constrains decoding with llama.cpp's grammar sampler
+  (faithrag/llm/grammar.py), compiled when the request arrives (a schema or grammar that does
+  not compile is a ConfigError before any decoding): the bias shifts the logits, the grammar
+  masks them, then the greedy or sampled pick is made; the pick is checked against the grammar
+  first and the whole row masked only when the grammar refuses it. Token log-probs stay those
+  of the biased logits before the mask (the model's own confidence in what it wrote, not the
+  constrained distribution's). Prompt-lookup drafts combine with a grammar: a drafted token is
+  kept only when it equals the constrained pick, so every kept token obeys the grammar.
+  `constrain=False` (config `llm.constrain = false`) ignores schemas and grammars.
 - One sequence is decoded at a time (several sequences in one batch do not pay on a CPU).
   Threads default to the usable cores; llama.cpp's threads spin-wait for each other, so on a
   machine whose cores are busy with other processes set `n_threads` (config `llm.n_threads`) to 1.
@@ -72,10 +81,14 @@ from faithrag.llm.base import (
 )
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
+from faithrag.llm.grammar import CompiledGrammars, GrammarMask, gbnf_for
 from faithrag.llm.lookup import LookupDrafter
 from faithrag.llm.models import PRESETS, resolve_model
 
 _backend_ready = False
+# greedy decoding under a grammar: how many of the best tokens are checked one by one before the
+# whole row is masked
+GRAMMAR_CANDIDATES = 16
 
 
 class DenseBias:
@@ -162,6 +175,7 @@ class LlamaCppLLM:
         max_prefix_snapshots: int = 16,
         lookup_tokens: int = 0,
         lookup_ngram: int = 3,
+        constrain: bool = True,
     ):
         path = resolve_model(model)
         self.name = model if model in PRESETS else path.name
@@ -205,6 +219,11 @@ class LlamaCppLLM:
         self._max_snapshots = max_prefix_snapshots
         self.lookup_tokens = lookup_tokens
         self.lookup_ngram = lookup_ngram
+        self.constrain = constrain
+        self._grammars = CompiledGrammars(lib, self._vocab)
+        # decoding under a grammar: steps taken, picks the grammar refused (then the best
+        # candidates were checked), rows masked whole, and the seconds spent in grammar calls
+        self.grammar_stats = {"steps": 0, "refused": 0, "masked": 0, "seconds": 0.0}
         # greedy decoding with prompt-lookup drafts: tokens drafted, drafted tokens the picks
         # confirmed, and forward passes that carried a draft
         self.lookup_stats = {"drafted": 0, "accepted": 0, "passes": 0}
@@ -269,9 +288,20 @@ class LlamaCppLLM:
                              f"max_tokens ({request.max_tokens})")
             encoded.append((ids, self._recurring_tokens(request, ids)))
         with self._lock:
+            grammars = [self._grammar_of(r) for r in requests]  # compile all before decoding
             self._truncate(0)
-            return [self._generate_one(r, ids, recurring) for r, (ids, recurring)
-                    in zip(requests, encoded)]
+            return [self._generate_one(r, ids, recurring, gbnf) for r, (ids, recurring), gbnf
+                    in zip(requests, encoded, grammars)]
+
+    def _grammar_of(self, request: GenerationRequest) -> str | None:
+        """The request's structure as GBNF, compiled (ConfigError when it does not compile);
+        None when it has none or constraining is off."""
+        if not self.constrain:
+            return None
+        gbnf = gbnf_for(request.schema, request.grammar)
+        if gbnf is not None:
+            self._grammars.compile(gbnf)
+        return gbnf
 
     def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
         """How many leading tokens of `prompt` are the request's recurring messages and text (0
@@ -288,7 +318,16 @@ class LlamaCppLLM:
         return min(common_prefix(head, prompt), len(prompt) - 1)
 
     def _generate_one(self, request: GenerationRequest, prompt: list[int],
-                      recurring: int = 0) -> Completion:
+                      recurring: int = 0, gbnf: str | None = None) -> Completion:
+        grammar = self._grammars.mask(gbnf) if gbnf is not None else None
+        try:
+            return self._decode(request, prompt, recurring, grammar)
+        finally:
+            if grammar is not None:
+                grammar.close()
+
+    def _decode(self, request: GenerationRequest, prompt: list[int], recurring: int,
+                grammar: GrammarMask | None) -> Completion:
         start = time.perf_counter()
         bias = DenseBias(request.bias, self._n_vocab)
         rng = np.random.default_rng([self._seed, request.seed]) if request.temperature > 0 else None
@@ -308,6 +347,11 @@ class LlamaCppLLM:
             scores = rows.pop(0)
             bias(None, scores)
             token = self._pick(scores, request.temperature, rng)
+            if grammar is not None:
+                token = self._grammar_pick(token, scores, request.temperature, rng, grammar)
+                if token is None:  # the grammar admits nothing more
+                    finish = "stop"
+                    break
             if self._lib.llama_vocab_is_eog(self._vocab, token):
                 finish = "stop"
                 break
@@ -350,6 +394,39 @@ class LlamaCppLLM:
             seconds=time.perf_counter() - start,
             token_logprobs=logprobs if request.logprobs else None,
         )
+
+    def _grammar_pick(self, token: int, scores: np.ndarray, temperature: float,
+                      rng: np.random.Generator | None, grammar: GrammarMask) -> int | None:
+        """`token` if the grammar admits it, else the constrained pick; the grammar is advanced
+        past the result (unless it ends generation) and the time counted in grammar_stats."""
+        start = time.perf_counter()
+        stats = self.grammar_stats
+        stats["steps"] += 1
+        if not grammar.allows(token):
+            stats["refused"] += 1
+            token = self._constrained_pick(scores, temperature, rng, grammar)
+        if token is not None and not self._lib.llama_vocab_is_eog(self._vocab, token):
+            grammar.accept(token)
+        stats["seconds"] += time.perf_counter() - start
+        return token
+
+    def _constrained_pick(self, scores: np.ndarray, temperature: float,
+                          rng: np.random.Generator | None, grammar: GrammarMask) -> int | None:
+        """The pick among the tokens `grammar` admits (None when it admits none). Greedy: the
+        best of the GRAMMAR_CANDIDATES highest-scored tokens that the grammar admits, which is
+        the argmax of the masked row (ties to the lower id, as np.argmax); the whole row is
+        masked only when none of them is admitted. Sampling: drawn from the masked row."""
+        if rng is None or temperature <= 0:
+            top = np.argpartition(scores, -GRAMMAR_CANDIDATES)[-GRAMMAR_CANDIDATES:]
+            for candidate in top[np.lexsort((top, -scores[top]))]:
+                if grammar.allows(int(candidate)):
+                    return int(candidate)
+        masked = scores.copy()
+        grammar.mask(masked)
+        self.grammar_stats["masked"] += 1
+        if not np.isfinite(masked).any():
+            return None
+        return self._pick(masked, temperature, rng)
 
     @staticmethod
     def _pick(scores: np.ndarray, temperature: float, rng: np.random.Generator | None) -> int:
@@ -408,8 +485,9 @@ class LlamaCppLLM:
                          f"prompt ({len(ids)} tokens) + max_tokens ({request.max_tokens})")
         recurring = self._recurring_tokens(request, ids)
         with self._lock:
+            gbnf = self._grammar_of(request)
             self._truncate(0)
-            completion = self._generate_one(request, ids, recurring)
+            completion = self._generate_one(request, ids, recurring, gbnf)
             return completion, self._score_under(follow_up(completion), biases)
 
     def _score_under(self, request: ChoiceRequest,
@@ -450,6 +528,7 @@ class LlamaCppLLM:
         """Free the context and model now (they are also freed when garbage-collected)."""
         with self._lock:
             self._closed = True
+            self._grammars.close()
             self._batch.close()
             self._ctx.close()
             self._model.close()

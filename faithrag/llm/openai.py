@@ -33,6 +33,17 @@ llama-cpp-python's server is the one exercised by the tests):
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
+Structured output: a request's `schema` is sent as OpenAI's `response_format` {"type":
+"json_schema", "json_schema": {"name", "schema", "strict"}} (OpenAI, vLLM, llama.cpp's
+llama-server); a server that refuses that form gets llama-cpp-python's {"type": "json_object",
+"schema": ...}. A `grammar` (GBNF) is sent as `grammar` (llama.cpp's servers) and
+`guided_grammar` (vLLM). The first form a server takes is used from then on; when it refuses
+every form (an error answer to the structured request that the same request without structure
+does not get), the request is sent unconstrained, and so are all later ones of that kind, with
+one warning (in that completion's warnings and the log). A reply to a schema that does not parse
+as JSON (and was not cut by max_tokens) says once that the server may ignore `response_format`.
+`constrain=False` sends no structure at all.
+
 Robustness: every request has a timeout; connection errors, timeouts, 429 and 5xx are retried
 `max_retries` times with exponential back-off and jitter (a numeric Retry-After is honoured, up
 to 30 s). When the attempts run out, a server that never answered (or kept answering 429/502/
@@ -43,7 +54,10 @@ ServerRejectedError with its message, as does any 4xx at once.
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -76,6 +90,12 @@ MAX_BACKOFF = 30.0
 # (SmolLM2's and Qwen2.5's are about 20 tokens). Errs on the high side, as a context guard should.
 APPROX_TOKENS_PER_MESSAGE = 8
 APPROX_TOKENS_PER_CHAT = 32
+# the ways of sending a request's structure, in the order tried: name -> the request fields
+STRUCTURE_FORMS: dict[str, tuple[str, ...]] = {
+    "schema": ("json_schema", "json_object_schema"),
+    "grammar": ("grammar",),
+}
+_log = logging.getLogger(__name__)
 TOKENIZE_CACHE_SIZE = 8192  # texts (or id sequences) whose tokenization each backend keeps
 FORCED_CACHE_SIZE = 1024  # (prompt, token) log-probs each backend keeps
 _PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
@@ -165,6 +185,7 @@ class OpenAICompatLLM:
         context_window: int | None = None,
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
+        constrain: bool = True,
     ):
         if concurrency < 1 or max_retries < 0 or timeout <= 0:
             raise ConfigError(
@@ -212,6 +233,9 @@ class OpenAICompatLLM:
         self._forced_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(
             self._forced_logprob)
         self._pieces: dict[int, str] = {}  # single-id texts llama-server sent with its ids
+        self.constrain = constrain
+        self._refused_forms: set[str] = set()  # structure forms the server refused
+        self._said: set[str] = set()  # warnings about structure already given once
 
     # ----------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -535,10 +559,16 @@ class OpenAICompatLLM:
             # llama-cpp-python returns no log-probs unless top_logprobs is set as well
             payload["logprobs"], payload["top_logprobs"] = True, 0
         start = time.perf_counter()
-        data = self._post("/chat/completions", payload)
+        data, constrained = self._post_structured(payload, request, warnings)
         seconds = time.perf_counter() - start
         choice = _first_choice(data, self.base_url + "/chat/completions")
         text = (choice.get("message") or {}).get("content") or ""
+        if constrained and request.schema is not None and choice.get("finish_reason") != "length":
+            try:
+                json.loads(text)
+            except ValueError:
+                self._say_once("ignored", warnings, "the server's reply to a JSON schema is not "
+                               "JSON: it may ignore response_format; replies are read tolerantly")
 
         token_logprobs = None
         if request.logprobs:
@@ -566,6 +596,40 @@ class OpenAICompatLLM:
             token_logprobs=token_logprobs,
             warnings=warnings,
         )
+
+    def _post_structured(self, payload: dict[str, Any], request: GenerationRequest,
+                         warnings: list[str]) -> tuple[Any, bool]:
+        """The chat completion with the request's structure in the first form the server takes
+        (see the module docstring), and whether it went constrained."""
+        if not (self.constrain and request.structured):
+            return self._post("/chat/completions", payload), False
+        kind = "schema" if request.schema is not None else "grammar"
+        refused: list[tuple[str, ServerRejectedError]] = []
+        for form in STRUCTURE_FORMS[kind]:
+            if form in self._refused_forms:
+                continue
+            try:
+                data = self._post("/chat/completions",
+                                  {**payload, **_structure_fields(form, request)})
+            except ServerRejectedError as exc:
+                refused.append((form, exc))
+                continue
+            self._refused_forms.update(f for f, _ in refused)  # a later form was taken
+            return data, True
+        data = self._post("/chat/completions", payload)  # fails alone: not the structure's fault
+        self._refused_forms.update(form for form, _ in refused)
+        reason = f" ({refused[-1][1].message})" if refused else ""
+        self._say_once(kind, warnings, f"the server refused the request's {kind}{reason}; "
+                       f"{kind} requests go unconstrained from now on")
+        return data, False
+
+    def _say_once(self, topic: str, warnings: list[str], message: str) -> None:
+        with self._lock:
+            if topic in self._said:
+                return
+            self._said.add(topic)
+        warnings.append(message)
+        _log.warning("%s: %s", self.base_url, message)
 
     # ----------------------------------------------------------------- protocol: choices
     def score_choices_many(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceScores]:
@@ -853,6 +917,17 @@ def _echo_unusable_error(url: str) -> ServerRejectedError:
         "prompt does not start with the BOS token).",
         "Use a server that reports log-probs of tokens forced by logit_bias (llama-cpp-python, "
         "vLLM), or the embedded backend (--llm llamacpp).")
+
+
+def _structure_fields(form: str, request: GenerationRequest) -> dict[str, Any]:
+    """The request fields that carry `request`'s structure in `form` (see STRUCTURE_FORMS)."""
+    if form == "json_schema":
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": re.sub(r"[^A-Za-z0-9_-]", "_", request.purpose) or "reply", "schema": dict(request.schema or {}),
+            "strict": True}}}
+    if form == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": dict(request.schema or {})}}
+    return {"grammar": request.grammar, "guided_grammar": request.grammar}
 
 
 def _messages_json(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -16,6 +16,11 @@ Semantics follow the llama.cpp backend, so both give the same prompt tokens for 
   the temperature (no top-k or top-p); token log-probs are those of the biased distribution
   (before temperature); stop strings end a sequence as soon as its text contains one (a
   StoppingCriteria) and are cut from the text;
+- a request's `schema` or `grammar` (GBNF) constrains decoding with xgrammar's Hugging Face
+  logits processor (`xgrammar.contrib.hf.LogitsProcessor`, in the `hf` extra), applied after the
+  bias: the bias shifts the logits, the grammar masks them; token log-probs are read before the
+  mask, as on llama.cpp. A schema or grammar xgrammar cannot compile is a ConfigError before any
+  decoding; `constrain=False` ignores both;
 - `score_choices` sums the biased log-probs of each choice's tokens after the assistant-turn
   prefix, the prompt being evaluated once for all choices.
 
@@ -31,6 +36,7 @@ to the time spent.
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -186,6 +192,7 @@ class TransformersLLM:
         torch_dtype: str = "bfloat16",
         max_batch: int = 8,
         seed: int = 0,
+        constrain: bool = True,
     ):
         if torch_dtype not in _DTYPES:
             raise ConfigError(f"Unknown torch_dtype '{torch_dtype}'.", f"Use one of {', '.join(_DTYPES)}.")
@@ -238,6 +245,8 @@ class TransformersLLM:
             raise ConfigError(f"{model} defines no end-of-sequence token.",
                               "Use a chat model whose tokenizer has an eos token.")
         self._eos = eos
+        self.constrain = constrain
+        self._grammar_compiler = None  # xgrammar's, built on the first structured request
         self._pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else eos[0]
         self._model.generation_config = transformers.GenerationConfig(
             eos_token_id=eos, pad_token_id=self._pad, bos_token_id=self._tok.bos_token_id)
@@ -283,24 +292,58 @@ class TransformersLLM:
             self._check_fits(len(ids) + request.max_tokens,
                              f"prompt ({len(ids)} tokens) + max_tokens ({request.max_tokens})")
             prompts.append(ids)
-        groups: dict[tuple[float, int], list[int]] = {}
+        structures = [self._structure_key(r) for r in requests]
+        compiled = {key: self._compile(key) for key in set(structures) if key is not None}
+        groups: dict[tuple[float, int, tuple[str, str] | None], list[int]] = {}
         for i, request in enumerate(requests):
             key = (request.temperature, request.seed) if request.temperature > 0 else (0.0, 0)
-            groups.setdefault(key, []).append(i)
+            groups.setdefault((*key, structures[i]), []).append(i)
         out: list[Completion | None] = [None] * len(requests)
         with self._lock:
-            for (temperature, seed), members in groups.items():
+            for (temperature, seed, structure), members in groups.items():
                 members.sort(key=lambda i: len(prompts[i]))
                 for at in range(0, len(members), self.max_batch):
                     batch = members[at:at + self.max_batch]
                     done = self._generate_batch([requests[i] for i in batch],
-                                                [prompts[i] for i in batch], temperature, seed)
+                                                [prompts[i] for i in batch], temperature, seed,
+                                                compiled.get(structure))
                     for i, completion in zip(batch, done):
                         out[i] = completion
         return out  # type: ignore[return-value]
 
+    def _structure_key(self, request: GenerationRequest) -> tuple[str, str] | None:
+        """("schema", its JSON) or ("grammar", its GBNF); None without structure or constraint."""
+        if not self.constrain or not request.structured:
+            return None
+        if request.schema is not None:
+            return "schema", json.dumps(request.schema, sort_keys=True)
+        return "grammar", request.grammar or ""
+
+    def _compile(self, key: tuple[str, str]):
+        """xgrammar's compiled grammar for a structure key; ConfigError when it does not compile."""
+        try:
+            import xgrammar
+        except ImportError as exc:
+            raise MissingExtraError(
+                "Constrained decoding on the transformers backend", "hf",
+                f"Importing xgrammar failed: {exc}. Or set llm.constrain = false.") from exc
+        if self._grammar_compiler is None:
+            info = xgrammar.TokenizerInfo.from_huggingface(self._tok, vocab_size=self._vocab)
+            self._grammar_compiler = xgrammar.GrammarCompiler(info)
+        kind, text = key
+        try:
+            if kind == "schema":
+                return self._grammar_compiler.compile_json_schema(text)
+            return self._grammar_compiler.compile_grammar(text)
+        except Exception as exc:  # xgrammar raises RuntimeError/ValueError from its C++ core
+            raise ConfigError(f"xgrammar cannot compile the request's {kind}: {exc}",
+                              "Check GenerationRequest.schema / .grammar, or turn constrained "
+                              "decoding off with llm.constrain = false.") from exc
+
     def _generate_batch(self, requests: list[GenerationRequest], prompts: list[list[int]],
-                        temperature: float, seed: int) -> list[Completion]:
+                        temperature: float, seed: int, grammar=None) -> list[Completion]:
+        """One padded batch decoded together; `grammar`: xgrammar's compiled grammar that every
+        request of the batch shares, or None."""
         rt = self._rt
         torch = rt.torch
         start = time.perf_counter()
@@ -318,6 +361,9 @@ class TransformersLLM:
         recorder = rt.TokenLogprobRecorder() if any(r.logprobs for r in requests) else None
         if recorder is not None:
             processors.append(recorder)
+        if grammar is not None:  # after the recorder: log-probs are read before the mask
+            from xgrammar.contrib.hf import LogitsProcessor as GrammarProcessor
+            processors.append(GrammarProcessor([grammar] * len(requests)))
         max_new = [r.max_tokens for r in requests]
         stopper = rt.StopCriteria(width, max_new, [tuple(s for s in r.stop if s) for r in requests],
                                   self._decode_text)

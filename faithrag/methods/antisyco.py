@@ -82,6 +82,7 @@ from faithrag.methods.judgements import (
     parse_reference_answer,
     parse_score,
 )
+from faithrag.methods.schemas import claims_grammar, label_grammar, labelled_answer_grammar
 from faithrag.methods.vanilla import ANSWER_STOP, FREE_FORM, MULTIPLE_CHOICE, read_answer
 from faithrag.registry import register
 from faithrag.retrieval.index import Index
@@ -245,9 +246,12 @@ class AntiSycophancyVerifier:
             tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
                      "support": f"{question_block(question)}\nProposed answer: "
                                 f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
+            grammars = {"relevance": label_grammar("RELEVANCE", RELEVANCE_LABELS, scored=True),
+                        "support": label_grammar("SUPPORT", SUPPORT_LABELS)}
             requests = [GenerationRequest(
                 fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages,
-                max_tokens=self.judge_tokens, purpose=purpose) for purpose, task in tasks.items()]
+                max_tokens=self.judge_tokens, purpose=purpose, grammar=grammars[purpose])
+                for purpose, task in tasks.items()]
             relevance_raw, support_raw = (c.text for c in generate(self.llm, requests, step))
             reflection = Reflection(
                 relevance_label=parse_label(relevance_raw, RELEVANCE_LABELS, "relevance"),
@@ -275,7 +279,9 @@ class AntiSycophancyVerifier:
             user = (f"{question_block(question)}\nAnswer: {draft.text}\n\n"
                     f"{CLAIMS_TASK.format(n=self.max_claims)}")
             request = GenerationRequest((Message("system", CLAIMS_SYSTEM), Message("user", user)),
-                                        max_tokens=self.claim_tokens, purpose="claims")
+                                        max_tokens=self.claim_tokens, purpose="claims",
+                                        grammar=claims_grammar(self.max_claims,
+                                                               self.claim_tokens))
             raw = generate(self.llm, [request], step)[0].text
             parsed = parse_claims(raw, self.max_claims)
             claims = parsed.claims
@@ -296,7 +302,8 @@ class AntiSycophancyVerifier:
             requests = [GenerationRequest(
                 fit(self.llm, self._check_prompt(question, c, self.contradiction), c.evidence,
                     self.judge_tokens, step).messages,
-                max_tokens=self.judge_tokens, purpose="contradiction") for c in to_judge]
+                max_tokens=self.judge_tokens, purpose="contradiction",
+                grammar=self._check_grammar()) for c in to_judge]
             completions = generate(self.llm, requests, step) if requests else []
             for check, completion in zip(to_judge, completions):
                 check.raw = completion.text
@@ -313,6 +320,12 @@ class AntiSycophancyVerifier:
             step.outputs = {"checks": [c.as_dict() for c in checks],
                             "raw": [c.raw for c in checks]}
             return checks
+
+    def _check_grammar(self) -> str:
+        """qa: `ANSWER: <short answer>`; judge: `VERDICT: <label>` and `SCORE: <0-1>`."""
+        if self.contradiction == "qa":
+            return labelled_answer_grammar(self.judge_tokens)
+        return label_grammar("VERDICT", VERDICT_LABELS, scored=True)
 
     @staticmethod
     def _check_prompt(question: Question, check: ClaimCheck, mode: str) -> Render:

@@ -33,6 +33,7 @@ from faithrag.methods.common import (
     render_passages,
 )
 from faithrag.methods.json_answer import parse_json_answer, read_reason
+from faithrag.methods.schemas import choice_answer_schema
 from faithrag.registry import register
 from faithrag.types import PARSE_FAILED, Answer, Passage, Question, Step, Trace
 
@@ -65,7 +66,8 @@ def answer_json(llm: LLM, question: Question, passages: list[Passage], step: Ste
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages,
                  max_tokens, step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, bias=bias,
-                                purpose="answer")
+                                purpose="answer",
+                                schema=choice_answer_schema(question.choices or (), max_tokens))
     raw = generate(llm, [request], step)[0].text
     parsed = parse_json_answer(raw, question.choices or [])
     if parsed.choice_index is None:
@@ -98,7 +100,7 @@ def answer_json_scored(llm: LLM, question: Question, passages: list[Passage], st
     fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages, reserve,
                  step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_KEYS,
-                                purpose="reason")
+                                purpose="reason", schema=choice_answer_schema(choices, max_tokens))
 
     read: list[tuple[str, str, str]] = []  # (reason, how it was read, the slot built from it)
 

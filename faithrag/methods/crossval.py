@@ -89,6 +89,11 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
+from faithrag.methods.schemas import (
+    conflict_pair_grammar,
+    labelled_answer_grammar,
+    verdict_grammar,
+)
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import (
     sigmoid,
@@ -277,7 +282,8 @@ class CrossValidatedReranker:
             request, shown = passages_prompt(self.llm, question, visible, self.passage_tokens,
                                              lambda n: instruction, DETECT_TOKENS, step,
                                              recurring=True)
-            requests = [replace(request, purpose="detect_conflict")]
+            requests = [replace(request, purpose="detect_conflict",
+                                grammar=conflict_pair_grammar(shown))]
             if rank_too:
                 requests.append(self.ranker.window_request(question, visible, step))
             replies = [c.text for c in generate(self.llm, requests, step)]
@@ -314,7 +320,8 @@ class CrossValidatedReranker:
                               [self._cut(p) for p in ordered], self.reason_tokens)
         step.warnings.extend(fitted.warnings)
         return GenerationRequest(fitted.messages, max_tokens=self.reason_tokens,
-                                 purpose="cross_validate")
+                                 purpose="cross_validate",
+                                 grammar=verdict_grammar(self.reason_tokens, PAIR_LABELS))
 
     def _cross_validate(self, question: Question, visible: list[Passage],
                         pair: tuple[Passage, Passage], round_number: int, trace: Trace
@@ -415,7 +422,8 @@ class CrossValidatedReranker:
         fitted = fit_evidence(self.llm, render, [self._cut(side)], self.answer_tokens)
         step.warnings.extend(fitted.warnings)
         return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
-                                 purpose="side_answer")
+                                 purpose="side_answer",
+                                 grammar=labelled_answer_grammar(self.answer_tokens))
 
     def _support(self, question: Question, references: list[Passage], answers: list[str],
                  step: Step) -> list[list[float]]:

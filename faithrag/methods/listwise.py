@@ -17,6 +17,7 @@ from faithrag.llm.budget import fit_evidence
 from faithrag.methods.base import RerankResult
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
 from faithrag.methods.rank_parsing import parse_permutation, tally
+from faithrag.methods.schemas import permutation_grammar
 from faithrag.registry import register
 from faithrag.types import Passage, Question, Step, Trace
 
@@ -113,9 +114,9 @@ class ListwiseRanker:
         def instruction(n: int) -> str:
             return f"Question: {question.text.strip()}\n{RANK_INSTRUCTION.format(n=n)}"
 
-        request, _ = passages_prompt(self.llm, question, passages, self.passage_tokens,
-                                     instruction, 6 * len(passages) + 8, step)  # "[12] > " ~ 5
-        return replace(request, purpose="rank")
+        request, shown = passages_prompt(self.llm, question, passages, self.passage_tokens,
+                                         instruction, 6 * len(passages) + 8, step)  # "[12] > " ~ 5
+        return replace(request, purpose="rank", grammar=permutation_grammar(shown))
 
     def rank(self, question: Question, passages: Sequence[Passage], step: Step,
              reply: str | None = None) -> list[Passage]:

@@ -24,6 +24,7 @@ from faithrag.llm.base import GenerationRequest, Message
 from faithrag.methods.cfrag.answers import changes_content, same_answer
 from faithrag.methods.cfrag.parsing import TYPES, CounterfactualList
 from faithrag.methods.cfrag.vectors import VectorMemo
+from faithrag.methods.schemas import counterfactual_grammar, short_answer_grammar
 
 SYSTEM = ("You write counterfactual variants of questions: questions worded almost like the "
           "original that ask for something else, so their correct answer is different.")
@@ -66,7 +67,8 @@ def counterfactual_requests(question: str, max_tokens: int) -> list[GenerationRe
     examples as earlier chat turns, sent together in one call."""
     requests = [GenerationRequest(
         (Message("system", SYSTEM), Message("user", _turn(question, ANSWER_INSTRUCTION))),
-        max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals", cache_prefix=1)]
+        max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals", cache_prefix=1,
+        grammar=short_answer_grammar(max_tokens))]
     for t in TYPES:
         change, *examples = CHANGES[t]
         instruction = VARIANT_INSTRUCTION.format(change=change)
@@ -77,7 +79,7 @@ def counterfactual_requests(question: str, max_tokens: int) -> list[GenerationRe
         messages.append(Message("user", _turn(question, instruction)))
         requests.append(GenerationRequest(  # all but the question's turn recur across items
             tuple(messages), max_tokens=max_tokens, stop=("\n",), purpose="counterfactuals",
-            cache_prefix=len(messages) - 1))
+            cache_prefix=len(messages) - 1, grammar=counterfactual_grammar(max_tokens)))
     return requests
 
 

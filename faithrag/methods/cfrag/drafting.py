@@ -16,6 +16,7 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.methods.schemas import draft_grammar, short_answer_grammar
 from faithrag.methods.vanilla import ANSWER_STOP, render_prompt
 from faithrag.types import Passage, Question, Step
 
@@ -68,8 +69,9 @@ def draft_request(llm: LLM, question: Question, passages: Sequence[Passage], max
         return (Message("system", DRAFT_SYSTEM), Message("user", user))
 
     fitted = fit(llm, render, passages, max_tokens, step)
+    grammar = draft_grammar(max_tokens, question.choices, asks_yes_or_no(question.text))
     return GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=DRAFT_STOP,
-                             logprobs=logprobs, purpose="draft")
+                             logprobs=logprobs, purpose="draft", grammar=grammar)
 
 
 def synthesis_request(llm: LLM, question: Question, passages: Sequence[Passage],
@@ -94,5 +96,6 @@ def synthesis_request(llm: LLM, question: Question, passages: Sequence[Passage],
         return (Message("system", SYNTHESIS_SYSTEM), Message("user", user))
 
     fitted = fit(llm, render, passages, max_tokens, step)
+    grammar = short_answer_grammar(max_tokens, question.choices, asks_yes_or_no(question.text))
     return GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=DRAFT_STOP,
-                             purpose="synthesis")
+                             purpose="synthesis", grammar=grammar)

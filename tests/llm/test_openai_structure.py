@@ -1,0 +1,145 @@
+"""Structured output over OpenAI-compatible servers: the forms sent, the fallback when a server
+refuses them (said once), and a real llama-cpp-python server returning schema-valid JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+import pytest
+
+from faithrag.errors import ServerRejectedError
+from faithrag.llm.base import GenerationRequest, user_prompt
+from faithrag.llm.openai import OpenAICompatLLM
+from faithrag.methods.schemas import choice_answer_schema, label_grammar
+
+BASE = "http://llm.test/v1"
+SCHEMA = choice_answer_schema(["Paris", "London"], max_tokens=64)
+REPLY = '{"Reason": "It is.", "Answer": "Paris"}'
+
+
+def reply(text: str = REPLY) -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+
+class Server:
+    """A mock chat endpoint that refuses the structure forms in `refuses` with HTTP 400 and
+    records every body it got."""
+
+    def __init__(self, refuses: set[str] = frozenset(), text: str = REPLY):
+        self.refuses = set(refuses)
+        self.text = text
+        self.bodies: list[dict] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        with self._lock:
+            self.bodies.append(body)
+        form = body.get("response_format", {}).get("type") or ("grammar" if "grammar" in body
+                                                               else None)
+        if form in self.refuses:
+            return httpx.Response(400, json={"error": {"message": f"{form} unsupported"}})
+        return httpx.Response(200, json=reply(self.text))
+
+    def llm(self, **kwargs) -> OpenAICompatLLM:
+        return OpenAICompatLLM(BASE, "m", transport=httpx.MockTransport(self), backoff=0.001,
+                               concurrency=1, **kwargs)
+
+
+def ask(**kwargs) -> GenerationRequest:
+    return GenerationRequest(user_prompt("Capital of France?"), max_tokens=64,
+                             purpose="answer", **kwargs)
+
+
+def test_a_schema_goes_as_openai_json_schema_response_format():
+    server = Server()
+    completion = server.llm().generate([ask(schema=SCHEMA)])[0]
+    assert server.bodies[0]["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True}}
+    assert completion.text == REPLY and completion.warnings == []
+
+
+def test_a_server_refusing_json_schema_gets_llama_cpp_pythons_json_object_form_from_then_on():
+    server = Server(refuses={"json_schema"})
+    llm = server.llm()
+    llm.generate([ask(schema=SCHEMA)])
+    llm.generate([ask(schema=SCHEMA)])
+    forms = [b["response_format"]["type"] for b in server.bodies]
+    assert forms == ["json_schema", "json_object", "json_object"]  # refused once, then skipped
+    assert server.bodies[1]["response_format"]["schema"] == SCHEMA
+
+
+def test_a_server_refusing_every_form_is_asked_unconstrained_and_it_is_said_once():
+    server = Server(refuses={"json_schema", "json_object"})
+    llm = server.llm()
+    first = llm.generate([ask(schema=SCHEMA)])[0]
+    second = llm.generate([ask(schema=SCHEMA)])[0]
+    assert "response_format" not in server.bodies[2] and len(server.bodies) == 4
+    assert "response_format" not in server.bodies[3]  # no more attempts with a structure
+    assert len(first.warnings) == 1 and "refused the request's schema" in first.warnings[0]
+    assert second.warnings == [] and second.text == REPLY
+
+
+def test_a_grammar_goes_as_grammar_and_guided_grammar_and_falls_back_on_its_own():
+    grammar = label_grammar("SUPPORT", ("SUPPORTED", "UNSUPPORTED"))
+    server = Server(refuses={"grammar"}, text="SUPPORT: SUPPORTED")
+    llm = server.llm()
+    llm.generate([ask(grammar=grammar)])
+    assert server.bodies[0]["grammar"] == grammar == server.bodies[0]["guided_grammar"]
+    assert "grammar" not in server.bodies[1]
+    llm.generate([ask(schema=SCHEMA)])  # schemas are still sent: another kind of structure
+    assert server.bodies[2]["response_format"]["type"] == "json_schema"
+
+
+def test_an_error_that_the_plain_request_gets_too_is_raised_and_blames_no_form():
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(json.loads(request.content))
+        return httpx.Response(400, json={"error": {"message": "prompt too long"}})
+
+    llm = OpenAICompatLLM(BASE, "m", transport=httpx.MockTransport(handler), backoff=0.001)
+    with pytest.raises(ServerRejectedError):
+        llm.generate([ask(schema=SCHEMA)])
+    assert llm._refused_forms == set()
+
+
+def test_a_reply_to_a_schema_that_is_not_json_says_once_the_server_may_ignore_it():
+    server = Server(text="Paris, obviously.")
+    llm = server.llm()
+    first, second = (llm.generate([ask(schema=SCHEMA)])[0] for _ in range(2))
+    assert len(first.warnings) == 1 and "may ignore response_format" in first.warnings[0]
+    assert second.warnings == []
+
+
+def test_constrain_false_sends_no_structure():
+    server = Server()
+    server.llm(constrain=False).generate([ask(schema=SCHEMA), ask(grammar='root ::= "x"')])
+    assert all("response_format" not in b and "grammar" not in b for b in server.bodies)
+
+
+# ----------------------------------------------------------------------------- real server
+@pytest.mark.model
+@pytest.mark.server
+def test_the_real_llama_cpp_server_returns_schema_valid_json(llama_server, tiny_gguf):
+    llm = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+    schema = choice_answer_schema(["Paris", "London", "Berlin"], max_tokens=96)
+    prompts = ["What is the capital of France?", "Which city is in Germany?",
+               "Name a city on the Thames."]
+    completions = llm.generate([
+        GenerationRequest(user_prompt(f"{p} Options: Paris, London, Berlin. Reply in JSON."),
+                          max_tokens=96, purpose="answer", schema=schema) for p in prompts])
+    for completion in completions:
+        value = json.loads(completion.text)
+        assert set(value) == {"Reason", "Answer"} and value["Answer"] in schema[
+            "properties"]["Answer"]["enum"]
+        assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
+    assert llm._refused_forms == {"json_schema"}  # it takes llama-cpp-python's own form
+    grammar = label_grammar("SUPPORT", ("SUPPORTED", "PARTIAL", "UNSUPPORTED"))
+    graded = llm.generate([GenerationRequest(user_prompt("Is the sky green?"), max_tokens=16,
+                                             grammar=grammar)])[0]
+    assert graded.text in {"SUPPORT: SUPPORTED", "SUPPORT: PARTIAL", "SUPPORT: UNSUPPORTED"}
