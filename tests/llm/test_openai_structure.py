@@ -26,8 +26,8 @@ def reply(text: str = REPLY) -> dict:
 
 
 class Server:
-    """A mock chat endpoint that refuses the structure forms in `refuses` with HTTP 400 and
-    records every body it got."""
+    """A mock chat endpoint (no tokenize endpoint, as OpenAI) that refuses the structure forms
+    in `refuses` with HTTP 400 and records every body it got."""
 
     def __init__(self, refuses: set[str] = frozenset(), text: str = REPLY):
         self.refuses = set(refuses)
@@ -36,6 +36,8 @@ class Server:
         self._lock = threading.Lock()
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("completions"):  # the server-kind probe: none here
+            return httpx.Response(404, json={"error": {"message": "not found"}})
         body = json.loads(request.content)
         with self._lock:
             self.bodies.append(body)
