@@ -147,8 +147,7 @@ class Pipeline:
 
         - `config`: a Config, a TOML file, or None for the defaults; `settings` override it
           (`method=`, `rerank=`, `verify=`, `detect=`, `on_conflict=`, `model=`, `backend=`,
-          `base_url=`, `k=`, `mode=`,
-          or any key as `section__key`, e.g. `csrag__alpha=-3`).
+          `base_url=`, `k=`, `mode=`, or any key as `section__key`, e.g. `csrag__alpha=-3`).
         - Evidence, at most one of: `docs` (a file or folder of .txt/.md/.jsonl, indexed in
           memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
           `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
