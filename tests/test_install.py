@@ -101,7 +101,7 @@ def test_core_install_asks_an_openai_server_and_reports_it_absent(core_venv, tmp
 def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(core_venv,
                                                                                 tmp_path):
     """faithrag[llamaindex], the same wheel in a fresh venv, runs the example of
-    docs/integrations/llamaindex.md on the fake backend (LlamaIndex's own MockLLM and
+    docs/integrations.md (LlamaIndex) on the fake backend (LlamaIndex's own MockLLM and
     MockEmbedding as the user's models); the core install holds no llama-index-core."""
     listed = _pip(core_venv / "python", "list", "--format=json")
     assert "llama-index-core" not in {d["name"].lower().replace("_", "-")
@@ -112,7 +112,7 @@ def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(
     installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
                      f"{wheel}[llamaindex]")
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    doc = (ROOT / "docs" / "integrations" / "llamaindex.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     marker = "<!-- example: tests/integrations/test_llamaindex.py runs this block as written -->"
     example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "example.py").write_text(example)
@@ -140,7 +140,7 @@ def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(
 
 def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
     """The wheel with the `langchain` extra, in a fresh venv, runs the example of
-    docs/integrations/langchain.md as written on the scripted model; the core install has no
+    docs/integrations.md (LangChain) as written on the scripted model; the core install has no
     LangChain."""
     listed = _pip(core_venv / "python", "list", "--format=json")
     assert "langchain-core" not in {d["name"].lower().replace("_", "-")
@@ -152,7 +152,7 @@ def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
                      f"{wheel}[langchain]")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     marker = "<!-- example: tests/integrations/test_langchain.py runs this block as written -->"
-    doc = (ROOT / "docs" / "integrations" / "langchain.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     replies = {"detect_conflict": "Conflict: None", "rank": "[1] > [2] > [3]",
                "relevance": "RELEVANCE: RELEVANT", "support": "SUPPORT: SUPPORTED",
@@ -188,7 +188,7 @@ def test_haystack_extra_runs_the_documented_example_and_stays_out_of_the_core(co
     installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
                      f"{wheel}[haystack]")
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    doc = (ROOT / "docs" / "integrations" / "haystack.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     example = re.search(r"test_haystack.py runs this block as written -->\s*```python\n(.*?)```",
                         doc, re.DOTALL)
     (tmp_path / "trusted").mkdir()

@@ -317,7 +317,7 @@ def test_verifier_serialises_without_its_llm_and_loads_back(trusted):
 def example() -> str:
     block = re.search(re.escape(MARKER) + r"\s*```python\n(.*?)```",
                       DOC.read_text(encoding="utf-8"), re.DOTALL)
-    assert block, "docs/integrations/langchain.md lost its example block"
+    assert block, "docs/integrations.md (LangChain) lost its example block"
     return block.group(1)
 
 

@@ -279,7 +279,7 @@ def test_verifier_after_a_query_engine_that_writes_no_text_takes_the_draft_apart
 
 def example() -> str:
     block = re.search(re.escape(MARKER) + r"\s*```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
-    assert block, "docs/integrations/llamaindex.md lost its example block"
+    assert block, "docs/integrations.md (LlamaIndex) lost its example block"
     return block.group(1)
 
 
