@@ -98,24 +98,37 @@ def test_core_install_asks_an_openai_server_and_reports_it_absent(core_venv, tmp
     assert "Traceback" not in asked.stderr, asked.stderr
 
 
+def _core_lacks(core_venv: Path, package: str) -> bool:
+    """Whether the core install (`core_venv`) holds no `package`."""
+    listed = _pip(core_venv / "python", "list", "--format=json")
+    return package not in {d["name"].lower().replace("_", "-") for d in json.loads(listed.stdout)}
+
+
+def _venv_with_extra(core_venv: Path, tmp_path: Path, extra: str) -> Path:
+    """The python of a fresh venv holding core_venv's wheel with `extra`, from wheels only."""
+    (wheel,) = (core_venv.parents[1] / "dist").glob("faithrag-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:", f"{wheel}[{extra}]")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return venv / "bin" / "python"
+
+
+def _documented_example(test_file: str) -> str:
+    """The python block of docs/integrations.md that `test_file` runs as written."""
+    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    marker = f"<!-- example: tests/integrations/{test_file} runs this block as written -->"
+    return doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(core_venv,
                                                                                 tmp_path):
     """faithrag[llamaindex], the same wheel in a fresh venv, runs the example of
     docs/integrations.md (LlamaIndex) on the fake backend (LlamaIndex's own MockLLM and
     MockEmbedding as the user's models); the core install holds no llama-index-core."""
-    listed = _pip(core_venv / "python", "list", "--format=json")
-    assert "llama-index-core" not in {d["name"].lower().replace("_", "-")
-                                      for d in json.loads(listed.stdout)}
-    (wheel,) = (core_venv.parents[1] / "dist").glob("faithrag-*.whl")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
-                     f"{wheel}[llamaindex]")
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
-    marker = "<!-- example: tests/integrations/test_llamaindex.py runs this block as written -->"
-    example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    (tmp_path / "example.py").write_text(example)
+    assert _core_lacks(core_venv, "llama-index-core")
+    python = _venv_with_extra(core_venv, tmp_path, "llamaindex")
+    (tmp_path / "example.py").write_text(_documented_example("test_llamaindex.py"))
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "tower.txt").write_text("The Eiffel Tower was completed in 1889.")
     (tmp_path / "docs" / "blog.txt").write_text("A blog says the Eiffel Tower was completed in 1925.")
@@ -129,7 +142,7 @@ def test_llamaindex_extra_runs_the_documented_example_and_stays_out_of_the_core(
         "Settings.llm, Settings.embed_model = MockLLM(max_tokens=3), MockEmbedding(embed_dim=8)\n"
         "faithrag.llm.load_llm = lambda config: FakeLLM(default='ANSWER: 1889')\n"
         "exec(open('example.py').read())\n")
-    ran = subprocess.run([str(venv / "bin" / "python"), "run_example.py"], capture_output=True,
+    ran = subprocess.run([str(python), "run_example.py"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path, check=False)
     assert ran.returncode == 0, ran.stderr
     answer_and_decision, *ranked, removed = ran.stdout.splitlines()
@@ -142,18 +155,9 @@ def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
     """The wheel with the `langchain` extra, in a fresh venv, runs the example of
     docs/integrations.md (LangChain) as written on the scripted model; the core install has no
     LangChain."""
-    listed = _pip(core_venv / "python", "list", "--format=json")
-    assert "langchain-core" not in {d["name"].lower().replace("_", "-")
-                                    for d in json.loads(listed.stdout)}
-    (wheel,) = (core_venv.parents[1] / "dist").glob("faithrag-*.whl")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
-                     f"{wheel}[langchain]")
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    marker = "<!-- example: tests/integrations/test_langchain.py runs this block as written -->"
-    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
-    example = doc.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert _core_lacks(core_venv, "langchain-core")
+    python = _venv_with_extra(core_venv, tmp_path, "langchain")
+    example = _documented_example("test_langchain.py")
     replies = {"detect_conflict": "Conflict: None", "rank": "[1] > [2] > [3]",
                "relevance": "RELEVANCE: RELEVANT", "support": "SUPPORT: SUPPORTED",
                "claims": "- The Eiffel Tower was completed in 1925.",
@@ -165,11 +169,11 @@ def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
     (tmp_path / "trusted").mkdir()
     (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
     clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    ran = subprocess.run([str(venv / "bin" / "python"), str(script)], capture_output=True,
+    ran = subprocess.run([str(python), str(script)], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path, env=clean, check=False)
     assert ran.returncode == 0, ran.stderr
     assert "site-packages" in subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import faithrag; print(faithrag.__file__)"],
+        [str(python), "-c", "import faithrag; print(faithrag.__file__)"],
         capture_output=True, text=True, cwd=tmp_path, env=clean, check=True,
     ).stdout  # the wheel's, not a checkout's
     reranked, verified = ran.stdout.splitlines()
@@ -178,26 +182,15 @@ def test_langchain_extra_runs_the_documented_example(core_venv, tmp_path):
 
 
 def test_haystack_extra_runs_the_documented_example_and_stays_out_of_the_core(core_venv, tmp_path):
-    import re
-
-    core = _pip(core_venv / "python", "list", "--format=json")
-    assert "haystack-ai" not in {d["name"].lower() for d in json.loads(core.stdout)}
-    (wheel,) = (core_venv.parent.parent / "dist").glob("faithrag-*.whl")  # core_venv's build
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    installed = _pip(venv / "bin" / "python", "install", "--only-binary=:all:",
-                     f"{wheel}[haystack]")
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    doc = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
-    example = re.search(r"test_haystack.py runs this block as written -->\s*```python\n(.*?)```",
-                        doc, re.DOTALL)
+    assert _core_lacks(core_venv, "haystack-ai")
+    python = _venv_with_extra(core_venv, tmp_path, "haystack")
     (tmp_path / "trusted").mkdir()
     (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
     # the example as written, with the fake model in place of the default one
     (tmp_path / "example.py").write_text(
         "import faithrag\nfaithrag.load_llm = lambda config: faithrag.FakeLLM(default='1889')\n"
-        + example.group(1))
-    ran = subprocess.run([str(venv / "bin" / "python"), "example.py"], capture_output=True,
+        + _documented_example("test_haystack.py"))
+    ran = subprocess.run([str(python), "example.py"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path, check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split()[0] in ("PASS", "REPAIR", "FALLBACK"), ran.stdout

@@ -42,6 +42,7 @@ from typing import Any
 
 from faithrag.config import Config
 from faithrag.errors import ConfigError, InputError, MissingExtraError
+from faithrag.integrations import unique_id
 from faithrag.pipeline import Pipeline, check_stages, configure
 from faithrag.types import Passage
 
@@ -114,10 +115,7 @@ def to_passages(documents: Sequence[Document]) -> tuple[list[Passage], dict[str,
             blank.append(document)
             continue
         base = document.id or f"doc-{position}"
-        passage_id, repeat = base, 1
-        while passage_id in by_id:
-            repeat += 1
-            passage_id = f"{base}~{repeat}"
+        passage_id = unique_id(base, by_id, "~")
         by_id[passage_id] = document
         metadata = document.metadata
         passages.append(Passage(passage_id, document.page_content,

@@ -65,6 +65,7 @@ except ImportError as exc:
                             f"Importing llama_index.core failed: {exc}.") from exc
 
 from faithrag.config import Config
+from faithrag.integrations import unique_id
 from faithrag.llm.base import LLM
 from faithrag.pipeline import Pipeline, Result, configure
 from faithrag.types import Passage
@@ -216,10 +217,7 @@ def to_passages(nodes: Sequence[NodeWithScore]) -> tuple[list[Passage], dict[str
     for position, scored in enumerate(nodes, 1):
         node = scored.node
         base = node.node_id or f"node-{position}"
-        passage_id, copy_number = base, 1
-        while passage_id in by_id:
-            copy_number += 1
-            passage_id = f"{base}#{copy_number}"
+        passage_id = unique_id(base, by_id, "#")
         by_id[passage_id] = scored
         passages.append(Passage(id=passage_id, text=node.get_content(MetadataMode.NONE) or "",
                                 title=first_value(node.metadata, TITLE_KEYS),
