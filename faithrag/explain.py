@@ -58,7 +58,7 @@ def render_conflicts(result: Result) -> str:
     unsure = sorted({f"{c.kind} ({c.stage})" for c in result.conflict_checks
                      if c.status == "could_not_tell"})
     if unsure:
-        lines.append("Could not tell (a reply could not be read): " + ", ".join(unsure))
+        lines.append("Could not tell: " + ", ".join(unsure))
     return "\n".join(lines)
 
 

@@ -10,15 +10,16 @@ options scored with the same bias; in `json_scored` mode, the JSON reply's Reaso
 without the bias and the options scored in its Answer slot with it), and the plain short-answer
 prompt for free-form questions.
 
-Conflict report (multiple choice only; no model call is added): when the facts of step 1 name
-exactly one option (whole words, `answers.containment`) and the answer is another option that some
-retrieved passage holds, a `context_vs_memory` conflict is reported on the generate step: the
-model's memory (that option, the fact quoted, source "memory") against the passages holding
-the chosen option; action "kept" (the answer follows the context, as CSRAG means it to). The
-check is "no_conflict" when the facts name the chosen option, and "could_not_tell" when the
-facts are unread, name no option or several, the answer names no option, or no passage holds
-the chosen option. Free-form answers get no check: the facts cannot be compared with them
-cheaply.
+Conflict report (multiple choice only; no model call is added): the facts of step 1 that name
+exactly one option each (whole words, `answers.containment`) say what the model remembers; a
+fact naming several options ("moved from A to B") says nothing. When they all name one option
+and the answer is another option that some retrieved passage holds, a `context_vs_memory`
+conflict is reported on the generate step: the model's memory (that option, the first such fact
+quoted, source "memory") against the passages holding the chosen option; action "kept" (the
+answer follows the context, as CSRAG means it to). The check is "no_conflict" when those facts
+name the chosen option, and "could_not_tell" when the facts are unread, name no option or
+disagree, the answer names no option, or no passage holds the chosen option. Free-form answers
+get no check: the facts cannot be compared with them cheaply.
 """
 
 from __future__ import annotations
@@ -156,11 +157,11 @@ class CSRAG:
                        answer: Answer, step: Step) -> None:
         """The facts against the chosen option (see the module docstring)."""
         choices = question.choices or []
-        named: dict[int, str] = {}
+        named: dict[int, str] = {}  # option -> the first fact that names it and no other
         for fact in facts.items:
-            for index, choice in enumerate(choices):
-                if containment(fact, [choice]):
-                    named.setdefault(index, fact)
+            options = [i for i, choice in enumerate(choices) if containment(fact, [choice])]
+            if len(options) == 1:
+                named.setdefault(options[0], fact)
         chosen = answer.choice_index
         holding = [p for p in passages
                    if chosen is not None and containment(p.text, [choices[chosen]])]

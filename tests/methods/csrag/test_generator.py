@@ -195,7 +195,8 @@ def test_facts_naming_another_option_than_the_context_answer_are_context_vs_memo
 @pytest.mark.parametrize("facts, answer, status", [
     ("- Sydney is the capital.", "Sydney", "no_conflict"),
     ("I know a lot.", "Sydney", "could_not_tell"),  # no fact list
-    ("- Sydney and Canberra are cities.\n- Canberra is inland.", "Sydney", "could_not_tell"),
+    ("- Sydney is the capital.\n- Canberra is the capital.", "Sydney", "could_not_tell"),
+    ("- Sydney and Canberra are cities.", "Sydney", "could_not_tell"),  # names no one option
     ("- Canberra is the capital.", "Perth", "could_not_tell"),  # the answer names no option
     ("- Sydney is the capital.", "Canberra", "could_not_tell"),  # no passage holds Canberra
 ])
@@ -205,6 +206,14 @@ def test_a_conflict_needs_one_remembered_option_and_a_passage_for_the_chosen_one
     _, trace, _ = run(llm=FakeLLM(answering(reply, facts=facts)))
     assert trace.conflicts == []
     assert [(c.kind, c.status) for c in trace.checks] == [("context_vs_memory", status)]
+
+
+def test_a_fact_naming_several_options_does_not_hide_the_one_that_names_one():
+    facts = "- The capital moved from Canberra to Sydney.\n- Canberra is the capital."
+    _, trace, _ = run(llm=FakeLLM(answering('{"Reason": "x", "Answer": "Sydney"}', facts=facts)))
+    (conflict,) = trace.conflicts
+    assert [(s.answer, s.quote) for s in conflict.sides][0] == ("Canberra",
+                                                                "Canberra is the capital.")
 
 
 def test_free_form_answers_get_no_memory_check():
