@@ -35,7 +35,9 @@ def render_answer(result: Result) -> str:
     return f"Answer: {result.answer.text}{status}"
 
 
-def _side(side: ConflictSide) -> str:
+def render_side(side: ConflictSide) -> str:
+    """One side of a conflict on one line: its answer (or the start of its quote when it has
+    none), then the passages or the source it came from."""
     said = (f'"{side.answer}"' if side.answer.strip()
             else f"(no answer read) {_short(side.quote.splitlines()[0], 70) if side.quote else ''}")
     where = ", ".join(f"[{i}]" for i in side.passages) or side.source
@@ -54,7 +56,7 @@ def render_conflicts(result: Result) -> str:
         sure = (f", confidence {conflict.confidence:.2f}" if conflict.confidence is not None
                 else "")
         lines.append(f"  - {conflict.kind} (by {conflict.stage}: {conflict.action}{sure})")
-        lines.extend(f"      {_side(side)}" for side in conflict.sides)
+        lines.extend(f"      {render_side(side)}" for side in conflict.sides)
     unsure = sorted({f"{c.kind} ({c.stage})" for c in result.conflict_checks
                      if c.status == "could_not_tell"})
     if unsure:

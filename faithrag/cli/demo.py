@@ -1,5 +1,6 @@
 """`faithrag demo`: one case per conflict kind on a small built-in corpus, answered by every
-method that applies, with the evidence and (with --explain) each stage's decisions."""
+method that applies, with the evidence, the conflicts each answer met (one line per conflict,
+its sides and their sources) and (with --explain) each stage's decisions."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from importlib.resources import files
 from faithrag.answers import containment
 from faithrag.cli.common import add_model_options, config_from_args
 from faithrag.config import tomllib
-from faithrag.explain import render_explanation
+from faithrag.explain import render_explanation, render_side
 from faithrag.llm import load_llm
 from faithrag.pipeline import Pipeline, configure
 from faithrag.types import Question
@@ -19,6 +20,9 @@ from faithrag.types import Question
 DEMO_RUNS: list[tuple[str, dict[str, str | None]]] = [
     ("closed book", {"pipeline.method": "closed_book"}),
     ("vanilla RAG", {"pipeline.method": "vanilla"}),
+    # the same answer, and the conflicts plain RAG met without saying so
+    ("vanilla + detect conflicts", {"pipeline.method": "vanilla",
+                                    "pipeline.detect": "conflicts"}),
     # crossval with the paper's pairwise verdict and with the votes a small model can cast
     ("vanilla + crossval, pairwise", {"pipeline.method": "vanilla", "pipeline.rerank": "crossval",
                                       "rerank.verdict": "pairwise"}),
@@ -78,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
             for removed in result.removed:  # what a re-ranker dropped, and why
                 print(f"  {'':28}   removed [{removed.passage.source.rsplit('/', 1)[-1]}]: "
                       f"{removed.reason}")
+            for conflict in result.conflicts:
+                sides = " | ".join(render_side(side) for side in conflict.sides)
+                print(f"  {'':28}   {conflict.kind} ({conflict.action}): {sides}")
             if "decision" in result.answer.meta:  # a verifier's verdict on the draft
                 print(f"  {'':28}   {result.answer.meta['decision']}: "
                       f"{'; '.join(result.answer.meta['reasons'])}")

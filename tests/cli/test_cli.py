@@ -95,7 +95,7 @@ def test_demo_runs_a_case(capsys):
     assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "2"]) == 0
     out = capsys.readouterr().out
     assert "Case 2: passage vs passage" in out and "vanilla RAG" in out
-    assert "vanilla + crossval, support" in out
+    assert "vanilla + crossval, support" in out and "vanilla + detect conflicts" in out
     assert "Summary:" in out
 
 
