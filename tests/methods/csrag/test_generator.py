@@ -212,8 +212,8 @@ def test_a_fact_naming_several_options_does_not_hide_the_one_that_names_one():
     facts = "- The capital moved from Canberra to Sydney.\n- Canberra is the capital."
     _, trace, _ = run(llm=FakeLLM(answering('{"Reason": "x", "Answer": "Sydney"}', facts=facts)))
     (conflict,) = trace.conflicts
-    assert [(s.answer, s.quote) for s in conflict.sides][0] == ("Canberra",
-                                                                "Canberra is the capital.")
+    memory = conflict.sides[0]
+    assert (memory.answer, memory.quote) == ("Canberra", "Canberra is the capital.")
 
 
 def test_free_form_answers_get_no_memory_check():
