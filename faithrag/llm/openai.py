@@ -11,7 +11,9 @@ TOKENIZE_CACHE_SIZE texts), so a text costs one request however often a stage as
 
 Choice scoring is exact or refused, never made up (see `score_choices`): a capability probe, made
 once per backend, finds whether the server reports the log-prob of a token forced with
-`logit_bias` as the model's own; if so each choice token is read that way.
+`logit_bias` as the model's own (and the top log-probs of that reply as well, and how many it
+returns); if so each choice token is read that way, and under a bias each position's normaliser
+is bounded from those top log-probs.
 
 What the servers offer, and what this backend uses of it (from each project's source and docs;
 llama-cpp-python's server is the one exercised by the tests):
@@ -726,22 +728,39 @@ class OpenAICompatLLM:
         no answer_prefix, the choice tokenized alone.
 
         Servers report log-probs before `logit_bias`; the bias's value for each scored token is
-        added here. Its normaliser log sum_j p_j exp(b_j) is the same for every choice only when
-        each choice is one token at the same position, so a bias on any other shape of choices
-        is refused rather than approximated.
+        added here, and its normaliser at that position, log Z = log sum_v p(v) exp(b_v), is
+        subtracted where it differs between choices. A position after the same prompt text in
+        every choice (the first one, when all choices start at the same token) has one
+        normaliser for all: it cancels in `probabilities()` and is left out, so under a bias the
+        log-probs are those of the choices up to a term common to all of them (differences,
+        `best` and `probabilities()` are exact; an absolute value is not a log-probability).
+        Any other position's log Z is bounded from its forced reply's top log-probs (the
+        `_top_n` the probe found the server returns: WIDE_TOP_LOGPROBS, else TOP_LOGPROBS):
+        a listed token's probability is known, one not listed is at most the smallest listed,
+        and all unlisted ones together at most the rest of the mass (`log_normaliser_bounds`);
+        a biased token listed under a text several tokens share (byte fragments) is asked on
+        its own. The choices get the middle of their bounds, and the result's
+        `probability_error` the most a probability can then be off (also in `warnings`); above
+        PROBABILITY_TOLERANCE the choices are refused, naming the bound reached. Token ids of
+        listed texts come from a table of every token's text, built once from the local
+        tokenizer (vLLM lists ids); with tokenizer='server' on a server that lists texts only
+        the forced tokens are known, which is seldom enough.
 
         (forced) With the chat template, when the capability probe (once per backend) finds
         that the server reports a token forced by `logit_bias` +100 with its own log-prob:
             each choice token is one /v1/completions request (max_tokens=1) on the prompt text
             that precedes it, the token forced; the reply must name that token, and the prompt
             text must tokenize to the ids before it. Exact on any such server (llama-cpp-python;
-            vLLM, whose log-probs are the model's own by default).
+            vLLM, whose log-probs are the model's own by default); under a bias, exact or
+            bounded as above.
         (first token) Otherwise, when each choice is one distinct token at the same position:
             one request with the top 20 log-probs (chat completion without answer_prefix, else
             /v1/completions on the rendered prompt); every choice must be among them.
         (echo) Otherwise, with the chat template: /v1/completions with echo=true on prompt +
             choice, one request per choice; refused when the server's prompt log-probs are
             missing or misaligned (llama-server, OpenAI; llama-cpp-python without BOS).
+        Without forced-token scoring, a bias on choices other than one token each at one
+        position is refused.
         """
         if not request.choices or any(not c for c in request.choices):
             raise ValueError("score_choices needs at least one choice and no empty choices")
@@ -933,7 +952,7 @@ class OpenAICompatLLM:
         scores.logprobs = middles
         scores.probability_error = error
         if error > 0:
-            scores.warnings.append(f"option probabilities within {error:.4f} of the exact "
+            scores.warnings.append(f"option probabilities within {error:.2g} of the exact "
                                    f"ones ({where})")
 
     def _known_probabilities(self, token: int, reply: _ForcedReply) -> dict[int, float]:
