@@ -106,7 +106,9 @@ STRUCTURE_FORMS: dict[str, tuple[str, ...]] = {
 }
 _log = logging.getLogger(__name__)
 TOKENIZE_CACHE_SIZE = 8192  # texts (or id sequences) whose tokenization each backend keeps
-FORCED_CACHE_SIZE = 1024  # (prompt, token) log-probs each backend keeps
+# forced-token replies each backend keeps, by (prompt, token); each holds its position's top
+# log-probs (up to WIDE_TOP_LOGPROBS, about 0.15 MB)
+FORCED_CACHE_SIZE = 256
 _PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
 
 
@@ -942,13 +944,14 @@ class OpenAICompatLLM:
         where = (f"the bias's normaliser at {len(bounds)} position(s), bounded from the "
                  f"server's top {self._top_n} log-probs at each")
         if error > PROBABILITY_TOLERANCE:
+            wider = "" if self._top_n >= WIDE_TOP_LOGPROBS else (
+                f", or serve the model where {WIDE_TOP_LOGPROBS} top log-probs are returned "
+                f"(python -m llama_cpp.server; vLLM with --max-logprobs {WIDE_TOP_LOGPROBS})")
             raise ServerRejectedError(
                 f"Could not score the choices exactly: under the logit bias their probabilities "
                 f"are known only to within {error:.3f} ({where}), more than the "
                 f"{PROBABILITY_TOLERANCE} allowed.",
-                "Score these choices with the embedded backend (--llm llamacpp), or serve the "
-                f"model where {WIDE_TOP_LOGPROBS} top log-probs are returned "
-                f"(python -m llama_cpp.server; vLLM with --max-logprobs {WIDE_TOP_LOGPROBS}).")
+                f"Score these choices with the embedded backend (--llm llamacpp){wider}.")
         scores.logprobs = middles
         scores.probability_error = error
         if error > 0:

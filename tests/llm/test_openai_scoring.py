@@ -211,7 +211,7 @@ def test_a_bias_the_top_log_probs_cannot_bound_closely_enough_is_refused():
     with pytest.raises(ServerRejectedError, match="known only to within") as refused:
         llm.score_choices(ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ", bias))
     assert llm._top_n == 20  # the wider request was refused, as vLLM's default cap does
-    assert "--llm llamacpp" in refused.value.hint
+    assert "--llm llamacpp" in refused.value.hint and "--max-logprobs 1000" in refused.value.hint
     # without a local tokenizer the top log-probs' texts name no tokens: only the forced
     # tokens are known, and the same choices are refused
     with pytest.raises(ServerRejectedError, match="known only to within"):
