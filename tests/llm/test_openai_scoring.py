@@ -1,6 +1,7 @@
-"""OpenAICompatLLM choice scoring that is exact or refuses, its tokenizer caches and its context
-window, on fake servers (httpx.MockTransport); then parity with the embedded backend on the
-tiny model behind a real `python -m llama_cpp.server` (marked `server` and `model`)."""
+"""OpenAICompatLLM choice scoring that is exact or refuses (under a bias, the bounds on each
+position's normaliser), its tokenizer caches and its context window, on fake servers
+(httpx.MockTransport); then parity with the embedded backend on the tiny model behind a real
+`python -m llama_cpp.server` (marked `server` and `model`)."""
 
 from __future__ import annotations
 
