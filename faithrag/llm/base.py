@@ -153,6 +153,9 @@ class ChoiceScores:
     seconds: float
     warnings: list[str] = field(default_factory=list)  # e.g. approximations a backend made
     shared_pass: bool = False  # read off another result's forward pass: cost nothing more
+    # the most `probabilities()` can differ from the exact ones (0.0: exact); a server backend
+    # that bounds a bias's normaliser from top log-probs sets it
+    probability_error: float = 0.0
 
     @property
     def best(self) -> int:

@@ -11,7 +11,9 @@ TOKENIZE_CACHE_SIZE texts), so a text costs one request however often a stage as
 
 Choice scoring is exact or refused, never made up (see `score_choices`): a capability probe, made
 once per backend, finds whether the server reports the log-prob of a token forced with
-`logit_bias` as the model's own; if so each choice token is read that way.
+`logit_bias` as the model's own (and the top log-probs of that reply as well, and how many it
+returns); if so each choice token is read that way, and under a bias each position's normaliser
+is bounded from those top log-probs.
 
 What the servers offer, and what this backend uses of it (from each project's source and docs;
 llama-cpp-python's server is the one exercised by the tests):
@@ -56,12 +58,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import random
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -80,10 +84,15 @@ from faithrag.llm.base import (
     TokenBias,
 )
 from faithrag.llm.chat_encoding import common_prefix
-from faithrag.llm.tokenizers import load_tokenizer
+from faithrag.llm.tokenizers import LocalTokenizer, load_tokenizer
 
 LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
 TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default max_logprobs) return per position
+# asked of a server that takes more (llama-cpp-python's sorts the whole vocabulary either way)
+WIDE_TOP_LOGPROBS = 1000
+# the most a choice probability under a bias may be off when its normaliser is bounded from top
+# log-probs: a quarter of the 0.02 that server and embedded probabilities are held to
+PROBABILITY_TOLERANCE = 0.005
 MAX_BACKOFF = 30.0
 # Approximate chat accounting when no template is available: per-message markup (role markers,
 # separators) and boilerplate such as a default system prompt that some templates add
@@ -97,7 +106,9 @@ STRUCTURE_FORMS: dict[str, tuple[str, ...]] = {
 }
 _log = logging.getLogger(__name__)
 TOKENIZE_CACHE_SIZE = 8192  # texts (or id sequences) whose tokenization each backend keeps
-FORCED_CACHE_SIZE = 1024  # (prompt, token) log-probs each backend keeps
+# forced-token replies each backend keeps, by (prompt, token); each holds its position's top
+# log-probs (up to WIDE_TOP_LOGPROBS, about 0.15 MB)
+FORCED_CACHE_SIZE = 256
 _PROBE_TEXT = "faithrag tokenizer probe: Paris, 1889 - naive cafe, 42 km/h."
 
 
@@ -126,6 +137,62 @@ def logit_bias_payload(bias: TokenBias, cap: int | None = None) -> tuple[dict[st
     return {str(i): v for i, v in sorted(entries)}, warnings
 
 
+def log_normaliser_bounds(bias: Mapping[int, float], known: Mapping[int, float],
+                          free_mass: float, caps: Mapping[int, float]) -> tuple[float, float]:
+    """Lower and upper bounds on log Z, the normaliser a logit bias adds at one position.
+
+    With the model's own (pre-bias) probabilities p, the biased log-prob of token t is
+    log p(t) + b_t - log Z, where Z = sum_v p(v) exp(b_v) = 1 + sum_{v biased} p(v) (exp(b_v) - 1).
+    `known`: token -> p(token) for the tokens whose probability is known exactly (a server's top
+    log-probs, the forced token); `free_mass`: the most the probabilities of all other tokens can
+    add up to (1 - sum of `known`); `caps`: for a biased token not in `known`, the most its
+    probability can be (a token outside a top-N list is at most the N-th probability); a biased
+    token missing from both is capped by `free_mass` alone. The bounds are tight for these
+    constraints: the unknown mass goes to the most boosted (upper) or most suppressed (lower)
+    tokens first. Exact (equal bounds) when every biased token is known or `free_mass` is 0.
+
+    Example::
+
+        lo, hi = log_normaliser_bounds({7: 3.0}, known={1: 0.9}, free_mass=0.1, caps={7: 0.02})
+        # lo = log 1 = 0 (token 7 may have no mass), hi = log(1 + 0.02 (e^3 - 1))
+    """
+    base = 1.0 + sum(p * math.expm1(bias[v]) for v, p in known.items() if v in bias)
+    free_mass = max(0.0, free_mass)
+    unknown = sorted((math.expm1(b), min(caps.get(v, free_mass), free_mass))
+                     for v, b in bias.items() if v not in known and b)
+    high, room = base, free_mass
+    for gain, cap in reversed(unknown):  # the largest boosts take the mass first
+        if gain <= 0 or room <= 0:
+            break
+        high += gain * min(cap, room)
+        room -= min(cap, room)
+    low, room = base, free_mass
+    for gain, cap in unknown:  # the strongest suppressions take it first
+        if gain >= 0 or room <= 0:
+            break
+        low += gain * min(cap, room)
+        room -= min(cap, room)
+    return math.log(max(low, 1e-300)), math.log(max(high, 1e-300))
+
+
+def probability_error(lows: Sequence[float], highs: Sequence[float],
+                      reported: Sequence[float]) -> float:
+    """The most a softmax probability of `reported` scores can differ from that of any scores
+    with each score i in [lows[i], highs[i]]: for each option its probability is largest when its
+    score is at its high end and every other at its low end, and smallest the other way round."""
+    top = max(reported)
+    exps = [math.exp(r - top) for r in reported]
+    shown = [e / sum(exps) for e in exps]
+    worst = 0.0
+    for i, p in enumerate(shown):
+        others_low = sum(math.exp(min(lows[j] - highs[i], 700.0))
+                         for j in range(len(shown)) if j != i)
+        others_high = sum(math.exp(min(highs[j] - lows[i], 700.0))
+                          for j in range(len(shown)) if j != i)
+        worst = max(worst, 1.0 / (1.0 + others_low) - p, p - 1.0 / (1.0 + others_high))
+    return worst
+
+
 def _error_message(response: httpx.Response) -> str:
     """The server's own explanation of a failed request, in the shapes servers use."""
     try:
@@ -146,6 +213,17 @@ def _server_root(base_url: str) -> str:
     return root.removesuffix("/v1")
 
 
+@dataclass(frozen=True)
+class _ForcedReply:
+    """A forced-token request's answer: the forced token's log-prob, the text the server gave
+    it, and the position's top log-probs (text or "token_id:N" -> log-prob), all before the
+    bias."""
+
+    logprob: float
+    token: str
+    top: tuple[tuple[str, float], ...]
+
+
 class _Flavor:
     """What the server's own tokenizer endpoints look like (probed once)."""
 
@@ -159,7 +237,8 @@ class OpenAICompatLLM:
 
     base_url: the API root including /v1, e.g. "http://127.0.0.1:8000/v1".
     model: the server's model name (sent as "model"; also this backend's `name`).
-    tokenizer: "server", a preset name, a .gguf path or a tokenizer.json path (see module doc).
+    tokenizer: "server", a preset name, a .gguf path or a tokenizer.json path (see module doc),
+        or a LocalTokenizer.
     timeout: seconds per HTTP attempt (connecting is capped at 10 s).
     max_retries: extra attempts after a connection error, timeout, 429 or 5xx.
     concurrency: requests in flight at once in `generate`, `score_choices` and
@@ -177,7 +256,7 @@ class OpenAICompatLLM:
         base_url: str,
         model: str,
         api_key: str = "",
-        tokenizer: str = "server",
+        tokenizer: str | LocalTokenizer = "server",
         timeout: float = 120.0,
         max_retries: int = 3,
         concurrency: int = 4,
@@ -211,7 +290,7 @@ class OpenAICompatLLM:
             limits=httpx.Limits(max_connections=concurrency + 2),
             transport=transport,
         )
-        self._local = load_tokenizer(tokenizer)
+        self._local = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
         self._scoring_lock = threading.Lock()
         self._flavor: str | None = None
@@ -223,6 +302,9 @@ class OpenAICompatLLM:
         self._info_probed = False
         self._echo_usable: bool | None = None  # False once echoed log-probs proved unusable
         self._forced_usable: bool | None = None  # the forced-token probe's verdict, once
+        self._raw_tops = False  # (probe) a forced reply's top log-probs are the unbiased ones
+        self._top_n = TOP_LOGPROBS  # (probe) top log-probs asked per forced token
+        self._top_key_ids_table: dict[str, list[int]] | None = None  # token text -> ids
         # one tokenization per text and one piece per id: bounded caches shared by all callers
         self._tokenize_cached = functools.lru_cache(maxsize=TOKENIZE_CACHE_SIZE)(
             self._server_tokenize_uncached)
@@ -231,7 +313,7 @@ class OpenAICompatLLM:
         # a token's log-prob after a prompt is asked once (scoring the same prompt under
         # several biases, as CSRAG's probe does, repeats every request)
         self._forced_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(
-            self._forced_logprob)
+            self._forced_reply)
         self._pieces: dict[int, str] = {}  # single-id texts llama-server sent with its ids
         self.constrain = constrain
         self._refused_forms: set[str] = set()  # structure forms the server refused
@@ -648,22 +730,39 @@ class OpenAICompatLLM:
         no answer_prefix, the choice tokenized alone.
 
         Servers report log-probs before `logit_bias`; the bias's value for each scored token is
-        added here. Its normaliser log sum_j p_j exp(b_j) is the same for every choice only when
-        each choice is one token at the same position, so a bias on any other shape of choices
-        is refused rather than approximated.
+        added here, and its normaliser at that position, log Z = log sum_v p(v) exp(b_v), is
+        subtracted where it differs between choices. A position after the same prompt text in
+        every choice (the first one, when all choices start at the same token) has one
+        normaliser for all: it cancels in `probabilities()` and is left out, so under a bias the
+        log-probs are those of the choices up to a term common to all of them (differences,
+        `best` and `probabilities()` are exact; an absolute value is not a log-probability).
+        Any other position's log Z is bounded from its forced reply's top log-probs (the
+        `_top_n` the probe found the server returns: WIDE_TOP_LOGPROBS, else TOP_LOGPROBS):
+        a listed token's probability is known, one not listed is at most the smallest listed,
+        and all unlisted ones together at most the rest of the mass (`log_normaliser_bounds`);
+        a biased token listed under a text several tokens share (byte fragments) is asked on
+        its own. The choices get the middle of their bounds, and the result's
+        `probability_error` the most a probability can then be off (also in `warnings`); above
+        PROBABILITY_TOLERANCE the choices are refused, naming the bound reached. Token ids of
+        listed texts come from a table of every token's text, built once from the local
+        tokenizer (vLLM lists ids); with tokenizer='server' on a server that lists texts only
+        the forced tokens are known, which is seldom enough.
 
         (forced) With the chat template, when the capability probe (once per backend) finds
         that the server reports a token forced by `logit_bias` +100 with its own log-prob:
             each choice token is one /v1/completions request (max_tokens=1) on the prompt text
             that precedes it, the token forced; the reply must name that token, and the prompt
             text must tokenize to the ids before it. Exact on any such server (llama-cpp-python;
-            vLLM, whose log-probs are the model's own by default).
+            vLLM, whose log-probs are the model's own by default); under a bias, exact or
+            bounded as above.
         (first token) Otherwise, when each choice is one distinct token at the same position:
             one request with the top 20 log-probs (chat completion without answer_prefix, else
             /v1/completions on the rendered prompt); every choice must be among them.
         (echo) Otherwise, with the chat template: /v1/completions with echo=true on prompt +
             choice, one request per choice; refused when the server's prompt log-probs are
             missing or misaligned (llama-server, OpenAI; llama-cpp-python without BOS).
+        Without forced-token scoring, a bias on choices other than one token each at one
+        position is refused.
         """
         if not request.choices or any(not c for c in request.choices):
             raise ValueError("score_choices needs at least one choice and no empty choices")
@@ -689,15 +788,16 @@ class OpenAICompatLLM:
                     "Use choices that are text of their own.")
             one_position = (len(set(starts)) == 1
                             and all(len(f) - s == 1 for s, f in zip(starts, fulls)))
-            if bias and not one_position:
+            if self._forced_scoring_usable():
+                scores = self._score_forced(request, context, fulls, starts, bias)
+            elif bias and not one_position:
                 raise ServerRejectedError(
                     "Could not score the choices exactly: under a logit bias, choices of "
                     "several tokens (or starting at different positions) need each position's "
-                    "normaliser, which a server's log-probs do not give.",
-                    "Score these choices with the embedded backend (--llm llamacpp), or "
-                    "without the bias.")
-            if self._forced_scoring_usable():
-                scores = self._score_forced(request, context, fulls, starts, bias)
+                    "normaliser, and this server does not report the log-probs of tokens forced "
+                    "by logit_bias (the capability probe failed).",
+                    "Score these choices with the embedded backend (--llm llamacpp), or serve "
+                    "the model with llama-cpp-python's server (python -m llama_cpp.server).")
             elif one_position and starts[0] == len(context_ids) \
                     and len({f[-1] for f in fulls}) == len(fulls):
                 scores = self._score_first_tokens(request, [f[-1] for f in fulls], bias,
@@ -721,7 +821,10 @@ class OpenAICompatLLM:
         return self._forced_usable
 
     def _probe_forced_scoring(self) -> bool:
-        """Ask for the top log-probs after a fixed text, force a runner-up, compare."""
+        """Ask for the top log-probs after a fixed text, force a runner-up, compare: the forced
+        token must come back with its unforced log-prob. Also records whether the forced
+        reply's top log-probs are the unforced ones (`_raw_tops`: a bias's normaliser can be
+        bounded from them) and how many the server returns (`_top_n`)."""
         payload: dict[str, Any] = {"model": self._model, "prompt": _PROBE_TEXT,
                                    "max_tokens": 1, "temperature": 0.0, "logprobs": 5}
         try:
@@ -730,22 +833,43 @@ class OpenAICompatLLM:
                 return False
             tops = (_first_choice(data, self.base_url + "/completions").get("logprobs")
                     or {}).get("top_logprobs") or []
-            ranked = sorted((tops[0] or {}).items(), key=lambda e: -e[1]) if tops else []
+            unforced = {str(k): float(v) for k, v in (tops[0] or {}).items()} if tops else {}
+            ranked = sorted(unforced.items(), key=lambda e: -e[1])
             for text, logprob in ranked[1:]:
                 ids = self.tokenize(text)
                 if len(ids) != 1:
                     continue
                 forced = self._probe("POST", self.base_url + "/completions", {
-                    **payload, "logprobs": 1, "logit_bias": {str(ids[0]): LOGIT_BIAS_LIMIT}})
-                value = None if forced is None else self._forced_value(forced, ids[0])
-                return value is not None and abs(value - float(logprob)) < 1e-3
+                    **payload, "logit_bias": {str(ids[0]): LOGIT_BIAS_LIMIT}})
+                reply = None if forced is None else self._read_forced(forced, ids[0])
+                if reply is None or abs(reply.logprob - logprob) >= 1e-3:
+                    return False
+                seen = dict(reply.top)
+                self._raw_tops = all(abs(seen.get(k, math.inf) - v) < 1e-3
+                                     for k, v in unforced.items())
+                self._top_n = self._widest_top_logprobs(payload)
+                return True
         except (ServerRejectedError, ConfigError, KeyError, TypeError, ValueError,
                 AttributeError):
             return False
         return False
 
-    def _forced_value(self, data: Any, token: int) -> float | None:
-        """The reported log-prob of the one generated token if it is `token`, else None."""
+    def _widest_top_logprobs(self, payload: dict[str, Any]) -> int:
+        """WIDE_TOP_LOGPROBS when the server returns more than TOP_LOGPROBS top log-probs per
+        position (llama-cpp-python; vLLM started with a larger --max-logprobs), else
+        TOP_LOGPROBS (vLLM's default cap refuses more)."""
+        data = self._probe("POST", self.base_url + "/completions",
+                           {**payload, "logprobs": WIDE_TOP_LOGPROBS})
+        try:
+            tops = (_first_choice(data, self.base_url + "/completions").get("logprobs")
+                    or {}).get("top_logprobs") or [{}]
+            wide = len(tops[0] or {}) > TOP_LOGPROBS + 1
+        except (ServerRejectedError, AttributeError, TypeError):
+            wide = False
+        return WIDE_TOP_LOGPROBS if wide else TOP_LOGPROBS
+
+    def _read_forced(self, data: Any, token: int) -> _ForcedReply | None:
+        """The reply to a forced-token request, if its one generated token is `token`."""
         logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
         tokens, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
         if len(tokens) != 1 or len(values) != 1 or values[0] is None:
@@ -754,28 +878,144 @@ class OpenAICompatLLM:
         if tokens[0] not in (f"token_id:{token}", piece) \
                 and tokens[0].replace("\ufffd", "") != piece:
             return None
-        return float(values[0])
+        tops = logprobs.get("top_logprobs") or []
+        top = tops[0] if tops and isinstance(tops[0], dict) else {}
+        return _ForcedReply(float(values[0]), str(tokens[0]),
+                            tuple((str(k), float(v)) for k, v in top.items() if v is not None))
 
     def _score_forced(self, request: ChoiceRequest, context: str, fulls: list[list[int]],
                       starts: list[int], bias: dict[int, float]) -> ChoiceScores:
         """Each choice token's log-prob from one request that forces it after the prompt text
         before it (a request shared by choices with a common start, or made before with the
-        same prompt, is sent once)."""
+        same prompt, is sent once), plus the bias's value for it. Under a bias, a position
+        after the same prompt text in every choice has one normaliser, which cancels in the
+        probabilities; any other position's is bounded (`_bound_normalisers`)."""
         steps = []
         for choice, full, own in zip(request.choices, fulls, starts):
             text = context + choice
             steps.append([(self._text_before(text, full, k), full[k])
                           for k in range(own, len(full))])
         unique = list(dict.fromkeys(step for choice_steps in steps for step in choice_steps))
-        values = dict(zip(unique, self._map(lambda step: self._forced_cached(*step), unique)))
-        return ChoiceScores(
+        replies = dict(zip(unique, self._map(lambda step: self._forced_cached(*step), unique)))
+        scores = ChoiceScores(
             choices=tuple(request.choices),
-            logprobs=[sum(values[s] + bias.get(s[1], 0.0) for s in choice_steps)
+            logprobs=[sum(replies[s].logprob + bias.get(s[1], 0.0) for s in choice_steps)
                       for choice_steps in steps],
             token_counts=[len(choice_steps) for choice_steps in steps],
             prompt_tokens=0,
             seconds=0.0,
         )
+        prompts = [{prompt for prompt, _ in choice_steps} for choice_steps in steps]
+        shared = set.intersection(*prompts)
+        unshared = {step[0]: (step[1], replies[step]) for step in unique if step[0] not in shared}
+        if bias and unshared:
+            self._bound_normalisers(scores, prompts, unshared, bias)
+        return scores
+
+    def _bound_normalisers(self, scores: ChoiceScores, prompts: list[set[str]],
+                           unshared: dict[str, tuple[int, _ForcedReply]],
+                           bias: dict[int, float]) -> None:
+        """Subtract from each choice's score the bias's log-normaliser at its positions that not
+        every choice has (`unshared`: prompt text -> a forced token and its reply), each taken
+        as the middle of its bounds from the reply's top log-probs; set
+        `scores.probability_error`, or refuse when it exceeds PROBABILITY_TOLERANCE."""
+        if not self._raw_tops:
+            raise ServerRejectedError(
+                "Could not score the choices exactly: under a logit bias, choices of several "
+                "tokens need each position's normaliser, and the top log-probs this server "
+                "returns with a forced token are not the model's own.",
+                "Score these choices with the embedded backend (--llm llamacpp).")
+        known = {prompt: self._known_probabilities(token, reply)
+                 for prompt, (token, reply) in unshared.items()}
+        # a biased token listed under a text that several tokens share: asked on its own
+        shared_text = [(prompt, v) for prompt, (_, reply) in unshared.items()
+                       for v in self._listed_under_shared_text(reply, bias, known[prompt])]
+        for (prompt, v), reply in zip(shared_text, self._map(
+                lambda step: self._forced_cached(*step), shared_text)):
+            known[prompt][v] = math.exp(reply.logprob)
+        bounds = {prompt: self._log_normaliser_bounds(reply, bias, known[prompt])
+                  for prompt, (_, reply) in unshared.items()}
+        lows = [lp - sum(bounds[p][1] for p in ps if p in bounds)
+                for lp, ps in zip(scores.logprobs, prompts)]
+        highs = [lp - sum(bounds[p][0] for p in ps if p in bounds)
+                 for lp, ps in zip(scores.logprobs, prompts)]
+        middles = [(low + high) / 2 for low, high in zip(lows, highs)]
+        error = 0.0 if lows == highs else probability_error(lows, highs, middles)
+        where = (f"the bias's normaliser at {len(bounds)} position(s), bounded from the "
+                 f"server's top {self._top_n} log-probs at each")
+        if error > PROBABILITY_TOLERANCE:
+            wider = "" if self._top_n >= WIDE_TOP_LOGPROBS else (
+                f", or serve the model where {WIDE_TOP_LOGPROBS} top log-probs are returned "
+                f"(python -m llama_cpp.server; vLLM with --max-logprobs {WIDE_TOP_LOGPROBS})")
+            raise ServerRejectedError(
+                f"Could not score the choices exactly: under the logit bias their probabilities "
+                f"are known only to within {error:.3f} ({where}), more than the "
+                f"{PROBABILITY_TOLERANCE} allowed.",
+                f"Score these choices with the embedded backend (--llm llamacpp){wider}.")
+        scores.logprobs = middles
+        scores.probability_error = error
+        if error > 0:
+            scores.warnings.append(f"option probabilities within {error:.2g} of the exact "
+                                   f"ones ({where})")
+
+    def _known_probabilities(self, token: int, reply: _ForcedReply) -> dict[int, float]:
+        """Token -> probability for the forced token and each top log-prob whose text names
+        one token only."""
+        known = {token: math.exp(reply.logprob)}
+        for key, logprob in reply.top:
+            ids = self._top_key_ids(key)
+            if ids is not None and len(ids) == 1:
+                known.setdefault(ids[0], math.exp(logprob))
+        return known
+
+    def _listed_under_shared_text(self, reply: _ForcedReply, bias: dict[int, float],
+                                  known: dict[int, float]) -> list[int]:
+        """Biased tokens of unknown probability whose text is among the top log-probs' (a text
+        that several tokens share, so the listed value may be another token's)."""
+        shown = {key.replace("\ufffd", "") for key, _ in reply.top}
+        return [v for v in bias if v not in known and self._top_key(v) in shown]
+
+    def _log_normaliser_bounds(self, reply: _ForcedReply, bias: dict[int, float],
+                               known: dict[int, float]) -> tuple[float, float]:
+        """`log_normaliser_bounds` at the position of `reply` given the `known` probabilities:
+        a biased token whose text is not among the top log-probs is at most the smallest of
+        them (the forced token's aside), any other unknown one at most the unknown mass."""
+        free = 1.0 - sum(known.values())
+        below_top = min((math.exp(lp) for key, lp in reply.top if key != reply.token),
+                        default=free)
+        shown = {key.replace("\ufffd", "") for key, _ in reply.top}
+        caps = {}
+        for v in bias:
+            if v not in known:
+                key = self._top_key(v)
+                caps[v] = free if key is None or key in shown else below_top
+        return log_normaliser_bounds(bias, known, free, caps)
+
+    def _top_key(self, token: int) -> str | None:
+        """The text under which the server lists `token` among top log-probs (vLLM:
+        "token_id:N"; else the token's text, from a local tokenizer only), or None."""
+        if self._flavor == _Flavor.VLLM:
+            return f"token_id:{token}"
+        if self._local is None:
+            return None
+        return self._local.decode([token]).replace("\ufffd", "")
+
+    def _top_key_ids(self, key: str) -> list[int] | None:
+        """The tokens a top log-prob's text may stand for (None: unknown). Text keys are
+        resolved with a table of every token's text, built once from the local tokenizer."""
+        if key.startswith("token_id:") and key[len("token_id:"):].isdigit():
+            return [int(key[len("token_id:"):])]
+        if self._local is None:
+            return None
+        if self._top_key_ids_table is None:
+            with self._scoring_lock:
+                if self._top_key_ids_table is None:
+                    table: dict[str, list[int]] = {}
+                    for i in range(self._local.vocab_size):
+                        table.setdefault(self._local.decode([i]).replace("\ufffd", ""),
+                                         []).append(i)
+                    self._top_key_ids_table = table
+        return self._top_key_ids_table.get(key.replace("\ufffd", ""), [])
 
     def _text_before(self, text: str, ids: list[int], k: int) -> str:
         """The prefix of `text` that tokenizes to `ids[:k]` (`ids` are the tokens of `text`)."""
@@ -788,18 +1028,22 @@ class OpenAICompatLLM:
                 "Score these choices with the embedded backend (--llm llamacpp).")
         return head
 
-    def _forced_logprob(self, prompt: str, token: int) -> float:
-        data = self._post("/completions", {
+    def _forced_reply(self, prompt: str, token: int) -> _ForcedReply:
+        """One /v1/completions request on `prompt` with `token` forced by logit_bias: its
+        log-prob and the top `_top_n` log-probs of that position, both before the bias."""
+        payload: dict[str, Any] = {
             "model": self._model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
-            "logprobs": 1, "logit_bias": {str(token): LOGIT_BIAS_LIMIT}})
-        value = self._forced_value(data, token)
-        if value is None:
+            "logprobs": self._top_n, "logit_bias": {str(token): LOGIT_BIAS_LIMIT}}
+        if self._flavor == _Flavor.VLLM:
+            payload["return_tokens_as_token_ids"] = True  # "token_id:123" instead of text
+        reply = self._read_forced(self._post("/completions", payload), token)
+        if reply is None:
             raise ServerRejectedError(
                 f"Could not score the choices: {self.base_url}/completions did not return the "
                 f"log-prob of token {token} forced with logit_bias.",
                 "Check the server's log; the embedded backend (--llm llamacpp) scores choices "
                 "exactly.")
-        return value
+        return reply
 
     # ----------------------------------------------------------------- choices: other ways
     def _score_by_chat(self, request: ChoiceRequest, bias: dict[int, float]) -> ChoiceScores:

@@ -1,18 +1,23 @@
-"""OpenAICompatLLM choice scoring that is exact or refuses, its tokenizer caches and its context
-window, on fake servers (httpx.MockTransport); then parity with the embedded backend on the
-tiny model behind a real `python -m llama_cpp.server` (marked `server` and `model`)."""
+"""OpenAICompatLLM choice scoring that is exact or refuses (under a bias, the bounds on each
+position's normaliser), its tokenizer caches and its context window, on fake servers
+(httpx.MockTransport); then parity with the embedded backend on the tiny model behind a real
+`python -m llama_cpp.server` (marked `server` and `model`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from dataclasses import replace
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from faithrag.errors import ConfigError, ServerRejectedError
-from faithrag.llm.base import ChoiceRequest, Message, TokenBias, user_prompt
-from faithrag.llm.openai import OpenAICompatLLM
+from faithrag.llm.base import ChoiceRequest, ChoiceScores, Message, TokenBias, user_prompt
+from faithrag.llm.openai import OpenAICompatLLM, log_normaliser_bounds, probability_error
 
 BASE = "http://llm.test/v1"
 TEMPLATE = "<s>user: q\nassistant: "
@@ -48,11 +53,17 @@ def byte_logprobs(prompt: str) -> list[float]:
 class ForcingServer:
     """llama-server flavour (the tokenizer above, /apply-template) whose /v1/completions generates
     one token from `byte_logprobs` plus `logit_bias` and reports its log-prob before the bias,
-    as llama-cpp-python and vLLM do; `logprobs=False` imitates a server that returns none."""
+    as llama-cpp-python and vLLM do; `logprobs=False` imitates a server that returns none.
+    Top log-probs are keyed by text, so the bytes 128-255 share one key ("\ufffd"), as byte
+    fragments do on llama-cpp-python; `max_logprobs` refuses larger requests as vLLM does;
+    `biased_tops` reports top log-probs after the bias."""
 
-    def __init__(self, logprobs: bool = True, chat_text: str = "ok"):
+    def __init__(self, logprobs: bool = True, chat_text: str = "ok",
+                 max_logprobs: int | None = None, biased_tops: bool = False):
         self.logprobs = logprobs
         self.chat_text = chat_text
+        self.max_logprobs = max_logprobs
+        self.biased_tops = biased_tops
         self.calls: list[tuple[str, dict]] = []
 
     def __call__(self, req: httpx.Request) -> httpx.Response:
@@ -76,6 +87,8 @@ class ForcingServer:
             return httpx.Response(200, json={"choices": [choice], "usage": {
                 "prompt_tokens": 10, "completion_tokens": 2}})
         if path == "/v1/completions":
+            if self.max_logprobs is not None and (body.get("logprobs") or 0) > self.max_logprobs:
+                return httpx.Response(400, json={"error": {"message": "too many logprobs"}})
             return httpx.Response(200, json=self.complete(body))
         return httpx.Response(404)
 
@@ -85,17 +98,36 @@ class ForcingServer:
         token = max(range(len(values)), key=lambda b: values[b] + bias.get(b, 0.0))
         piece = decode([token])
         choice: dict = {"index": 0, "text": piece, "finish_reason": "length"}
+        shown = [v + bias.get(b, 0.0) for b, v in enumerate(values)] if self.biased_tops \
+            else values
         if self.logprobs and body.get("logprobs") is not None:
-            ranked = sorted(range(len(values)), key=lambda b: -values[b])[:body["logprobs"]]
-            top = {decode([b]): values[b] for b in ranked}
+            ranked = sorted(range(len(values)), key=lambda b: -shown[b])[:body["logprobs"]]
+            top = {decode([b]): shown[b] for b in ranked}
             choice["logprobs"] = {"tokens": [piece], "token_logprobs": [values[token]],
-                                  "top_logprobs": [{**top, piece: values[token]}],
+                                  "top_logprobs": [{**top, piece: shown[token]}],
                                   "text_offset": [len(body["prompt"])]}
         return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"].encode()),
                                                "completion_tokens": 1}}
 
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.calls if p == path)
+
+
+class ByteTokenizer:
+    """The fake server's tokenizer and chat template, as a local tokenizer."""
+
+    name = "bytes"
+    vocab_size = 256 + len(WORDS)
+    context_length = None
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        return encode(text)
+
+    def decode(self, ids) -> str:
+        return decode(ids)
+
+    def render_chat(self, messages) -> str:
+        return "<s>" + "".join(f"{m.role}: {m.content}\n" for m in messages) + "assistant: "
 
 
 def server_llm(server: ForcingServer, **kwargs) -> OpenAICompatLLM:
@@ -120,7 +152,7 @@ def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
     again = llm.score_choices(request)
     assert again.logprobs == first.logprobs
     probes = [b for p, b in server.calls if p == "/v1/completions" and "faithrag" in b["prompt"]]
-    assert len(probes) == 2  # top log-probs, then one forced token: once per backend
+    assert len(probes) == 3  # top log-probs, one forced token, the widest top: once per backend
     forced = [b for p, b in server.calls if p == "/v1/completions" and b not in probes]
     # "New " is shared by two choices: its four tokens are asked once, and the second call
     # asks nothing again
@@ -136,9 +168,155 @@ def test_a_bias_is_added_exactly_when_each_choice_is_one_token_at_one_position()
         ChoiceRequest(user_prompt("q"), ("A", "B", "C"), "A: ", bias))
     row = byte_logprobs("<s>user: q\nassistant: A: ")
     assert scores.logprobs == pytest.approx([row[65], row[66] + 2.5, row[67]])
-    with pytest.raises(ServerRejectedError, match="Could not score the choices exactly"):
+    assert scores.probability_error == 0.0
+
+
+# ----------------------------------------------------------------------------- bias normaliser
+CONTEXT = "<s>user: q\nassistant: A: "
+
+
+def biased_logprobs(prompt: str, bias: dict[int, float]) -> list[float]:
+    """log-softmax of the made-up model's logits plus `bias`: what the embedded backend gives."""
+    shifted = [v + bias.get(b, 0.0) for b, v in enumerate(byte_logprobs(prompt))]
+    z = math.log(sum(math.exp(v) for v in shifted))
+    return [v - z for v in shifted]
+
+
+def exact_probabilities(choices, bias: dict[int, float]) -> list[float]:
+    totals = [sum(biased_logprobs(CONTEXT + c[:k], bias)[b] for k, b in enumerate(c.encode()))
+              for c in choices]
+    exps = [math.exp(t - max(totals)) for t in totals]
+    return [e / sum(exps) for e in exps]
+
+
+def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_probs():
+    server = ForcingServer()
+    llm = server_llm(server, tokenizer=ByteTokenizer())
+    # byte 200 is listed under the text that all bytes 128-255 share: asked on its own
+    bias = {ord("e"): 3.0, ord("a"): -1.0, ord("x"): 3.0, 200: 3.0}
+    choices = ("Bee", "Cat", "Axe")
+    scores = llm.score_choices(
+        ChoiceRequest(user_prompt("q"), choices, "A: ", TokenBias.from_mapping(bias)))
+    assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
+    assert scores.probability_error < 1e-9 and scores.token_counts == [3, 3, 3]
+    assert llm._top_n == 1000  # the server returns that many top log-probs
+    alone = [b for p, b in server.calls if p == "/v1/completions" and b.get("logit_bias") == {
+        "200": 100.0}]
+    # one per position that not every choice shares (the first one is: its normaliser cancels)
+    assert len(alone) == len({CONTEXT + c[:k] for c in choices for k in (1, 2)})
+
+
+def test_a_bias_the_top_log_probs_cannot_bound_closely_enough_is_refused():
+    llm = server_llm(ForcingServer(max_logprobs=20), tokenizer=ByteTokenizer())
+    bias = TokenBias.from_mapping({b: 3.0 for b in b"abcdefghijklmnopqrstuvwxyz"})
+    with pytest.raises(ServerRejectedError, match="known only to within") as refused:
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ", bias))
+    assert llm._top_n == 20  # the wider request was refused, as vLLM's default cap does
+    assert "--llm llamacpp" in refused.value.hint and "--max-logprobs 1000" in refused.value.hint
+    # without a local tokenizer the top log-probs' texts name no tokens: only the forced
+    # tokens are known, and the same choices are refused
+    with pytest.raises(ServerRejectedError, match="known only to within"):
         server_llm(ForcingServer()).score_choices(
-            ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ", bias))
+            ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ",
+                          TokenBias.from_mapping({ord("B"): 2.5, ord("Z"): -4.0})))
+
+
+def test_reported_probabilities_are_within_their_recorded_bound_or_refused():
+    outcomes = set()
+    for cap in (20, 60, 150, None):
+        for bias in ({ord("e"): 3.0}, {ord("e"): 3.0, ord("t"): -1.0, 0: 3.0},
+                     {b: -1.0 for b in range(0, 259, 3)}, {b: 3.0 for b in b"aeiou"}):
+            llm = server_llm(ForcingServer(max_logprobs=cap), tokenizer=ByteTokenizer())
+            request = ChoiceRequest(user_prompt("q"), ("Bee", "Cat", "Axe"), "A: ",
+                                    TokenBias.from_mapping(bias))
+            try:
+                scores = llm.score_choices(request)
+            except ServerRejectedError as exc:
+                assert "known only to within" in exc.message
+                outcomes.add("refused")
+                continue
+            outcomes.add("scored")
+            assert scores.probability_error <= 0.005
+            exact = exact_probabilities(request.choices, bias)
+            assert max(abs(a - b) for a, b in zip(scores.probabilities(), exact)) \
+                <= scores.probability_error + 1e-9
+    assert outcomes == {"refused", "scored"}
+
+
+def test_top_log_probs_reported_after_the_bias_cannot_bound_it():
+    llm = server_llm(ForcingServer(biased_tops=True), tokenizer=ByteTokenizer())
+    bias = TokenBias.from_mapping({ord("e"): 3.0})
+    with pytest.raises(ServerRejectedError, match="not the model's own"):
+        llm.score_choices(ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ", bias))
+    # a bias on one token per choice at one position needs no normaliser
+    llm.score_choices(ChoiceRequest(user_prompt("q"), ("B", "C"), "A: ", bias))
+
+
+@pytest.mark.parametrize(("bias", "known", "free", "caps", "expected"), [
+    # every biased token known: exact
+    ({1: 2.0, 2: -1.0}, {1: 0.5, 2: 0.3, 3: 0.2}, 0.0, {},
+     (0.5 * math.e ** 2 + 0.3 / math.e + 0.2,) * 2),
+    # no mass left for the unknown ones: exact
+    ({2: 5.0}, {1: 1.0}, 0.0, {2: 0.5}, (1.0, 1.0)),
+    # a boost outside the top: none of its cap, or all of it
+    ({2: 3.0}, {1: 0.9}, 0.1, {2: 0.02}, (1.0, 1 + 0.02 * math.expm1(3))),
+    # a suppression outside the top: the other way round
+    ({2: -2.0}, {1: 0.9}, 0.1, {2: 0.02}, (1 + 0.02 * math.expm1(-2), 1.0)),
+    # a cap above the free mass is the free mass
+    ({2: 3.0}, {1: 0.9}, 0.1, {2: 0.5}, (1.0, 1 + 0.1 * math.expm1(3))),
+    # two boosts share the free mass, the larger first
+    ({2: 1.0, 3: 3.0}, {1: 0.9}, 0.1, {2: 0.06, 3: 0.06},
+     (1.0, 1 + 0.06 * math.expm1(3) + 0.04 * math.expm1(1))),
+    # a known boost and unknown tokens of both signs
+    ({1: 1.0, 2: 3.0, 3: -3.0}, {1: 0.5}, 0.5, {2: 0.1, 3: 0.2},
+     (1 + 0.5 * math.expm1(1) + 0.2 * math.expm1(-3), 1 + 0.5 * math.expm1(1)
+      + 0.1 * math.expm1(3))),
+])
+def test_log_normaliser_bounds_edge_cases(bias, known, free, caps, expected):
+    low, high = log_normaliser_bounds(bias, known, free, caps)
+    assert (math.exp(low), math.exp(high)) == pytest.approx(expected, rel=1e-12)
+
+
+@given(st.lists(st.floats(-8, 8), min_size=2, max_size=40), st.data())
+def test_log_normaliser_bounds_hold_the_exact_normaliser(logits, data):
+    """From the top n of a distribution, as a server returns them (the forced token known too),
+    the bounds hold the exact log-normaliser, and meet when n covers the vocabulary."""
+    top_value = max(logits)
+    weights = [math.exp(v - top_value) for v in logits]
+    p = [w / sum(weights) for w in weights]
+    vocab = range(len(p))
+    bias = data.draw(st.dictionaries(st.sampled_from(vocab), st.floats(-6, 6), min_size=1))
+    n = data.draw(st.integers(1, len(p)))
+    forced = data.draw(st.sampled_from(vocab))
+    ranked = sorted(vocab, key=lambda v: -p[v])[:n]
+    known = {v: p[v] for v in ranked} | {forced: p[forced]}
+    free = 1.0 - sum(known.values())
+    caps = {v: min(p[r] for r in ranked) for v in bias if v not in known}
+    low, high = log_normaliser_bounds(bias, known, free, caps)
+    exact = math.log(sum(p[v] * math.exp(bias.get(v, 0.0)) for v in vocab))
+    assert low - 1e-9 <= exact <= high + 1e-9
+    if n == len(p):
+        assert high - low < 1e-9
+
+
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 3)), min_size=2, max_size=3),
+       st.data())
+def test_probability_error_is_the_largest_deviation_over_the_box(boxes, data):
+    lows = [low for low, _ in boxes]
+    highs = [low + width for low, width in boxes]
+    reported = [data.draw(st.floats(lo, hi)) for lo, hi in zip(lows, highs)]
+    bound = probability_error(lows, highs, reported)
+
+    def softmax(scores):
+        exps = [math.exp(x) for x in scores]
+        return [e / sum(exps) for e in exps]
+
+    shown = softmax(reported)
+    corners = [softmax([hi if bit else lo for lo, hi, bit in zip(lows, highs, bits)])
+               for bits in itertools.product((0, 1), repeat=len(boxes))]
+    worst = max(abs(c[i] - shown[i]) for c in corners for i in range(len(boxes)))
+    assert bound == pytest.approx(worst, abs=1e-12)
+    assert probability_error(reported, reported, reported) == pytest.approx(0.0, abs=1e-15)
 
 
 @pytest.mark.parametrize("answer_prefix", ["", "A: "])
@@ -264,3 +442,46 @@ def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template
         llm.check_answer_scoring("csrag_choices")
     assert "--tokenizer" in refused.value.hint
     server_llm(ForcingServer()).check_answer_scoring("csrag_choices")  # /apply-template: fine
+
+
+@pytest.mark.server
+@pytest.mark.model
+def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server, tiny_gguf):
+    """CSRAG's dense bias (-1 on fact tokens, +3 on context tokens) on options of several
+    tokens, over HTTP and in process. The bias's effect (biased minus unbiased scores, relative
+    to the first option) is compared: it is the same arithmetic on both sides, while the
+    model's own log-probs differ a little between a server that evaluates each prompt in other
+    batches and the embedded backend (their parity is the test above)."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+    embedded = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1)
+    bias = TokenBias.from_sets([
+        (-1.0, server.tokenize("Canberra is the capital of Australia. New Delhi is in India.")),
+        (3.0, server.tokenize(DARWIN[1].content))])
+    scored = 0
+    for choices in [("Northern Territory", "New South Wales"),
+                    ("New Delhi", "New York", "Canberra"),
+                    ("Darwin", "Sydney", "New Delhi")]:
+        plain = ChoiceRequest(DARWIN, choices, "Answer: ")
+        try:
+            over_http = server.score_choices(replace(plain, bias=bias))
+        except ServerRejectedError as exc:
+            assert "known only to within" in exc.message
+            continue
+        scored += 1
+        assert over_http.probability_error <= 0.005
+        unbiased_http = server.score_choices(plain)
+        unbiased, biased = embedded.score_choices_under(plain, [None, bias])
+
+        def effect(with_bias, without):
+            shift = [b - u for b, u in zip(with_bias.logprobs, without.logprobs)]
+            return [s - shift[0] for s in shift]
+
+        assert effect(over_http, unbiased_http) == pytest.approx(effect(biased, unbiased),
+                                                                 abs=0.05)
+        # the embedded backend's scores moved by the server's bias effect
+        moved = ChoiceScores(choices, [u + e for u, e in zip(
+            unbiased.logprobs, effect(over_http, unbiased_http))], [1] * len(choices), 0, 0.0)
+        assert moved.probabilities() == pytest.approx(biased.probabilities(), abs=0.02)
+    assert scored >= 2
