@@ -70,11 +70,16 @@ def pick_option(llm: LLM, request: ChoiceRequest, step: Step,
 def picked_option(purpose: str, choices: Sequence[str], every: Sequence[ChoiceScores],
                   step: Step, variants: Mapping[str, TokenBias | None]) -> Answer:
     """`pick_option`'s answer from scores already computed: `every[0]` under the request's
-    bias, then one per variant in order."""
+    bias, then one per variant in order. The backends' warnings go on the step; the largest
+    `probability_error` (when not exact) goes into the answer's meta."""
     for scored in (s for s in every if not s.shared_pass):
         step.record_llm(purpose, scored.prompt_tokens, sum(scored.token_counts), scored.seconds)
     scores = every[0]
     meta: dict[str, object] = {"choice_probabilities": dict(zip(choices, scores.probabilities()))}
+    bound = max(s.probability_error for s in every)
+    if bound:  # a server backend bounded a bias's normaliser instead of reading it
+        meta["probability_error"] = bound
+    step.warnings.extend(w for s in every for w in s.warnings if w not in step.warnings)
     if variants:
         meta["variants"] = {name: {"choice_index": s.best, "probabilities": s.probabilities()}
                             for name, s in zip(variants, every[1:])}
