@@ -5,9 +5,17 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
 
 2. Reflection: two independent judgements, sent in one batched call: are the retrieved passages
    relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and a score 0-1), and do they
-   support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)?
-3. Falsification: the draft is restated as at most `max_claims` self-contained claims; for each
-   claim, `kb_k` passages are retrieved from the trusted knowledge base (the anti-context), and
+   support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With `reuse_draft_reading` (default)
+   both requests begin exactly as the plain draft prompt (faithrag.methods.vanilla: its system
+   message, the passages, the question) and mark that as a recurring prefix; the verifier turns
+   on the embedded model's prefix cache, so the keys/values the draft computed for the passages
+   are restored instead of computed again (each call's results remain a function of its
+   arguments: the prefix is always evaluated on its own). Otherwise they have the auditor's own
+   system message and the passages are read again.
+3. Falsification: the draft is restated as at most `max_claims` self-contained claims; a short
+   draft (at most `short_draft_words` words, no second sentence) is one fact and is itself the
+   one claim, 'The answer to "<question>" is <draft>.', without a call (`extract_claims =
+   "long_drafts"`, default; "always" asks the LLM for every draft). For each claim, `kb_k` passages are retrieved from the trusted knowledge base (the anti-context), and
    a contradiction score in [0, 1] is given to the claim. All claims are judged in one batched
    call. Two ways to score (`contradiction`):
    - "judge": the LLM reads the anti-context and the claim and states a verdict
@@ -31,7 +39,8 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    passages. Otherwise PASS: the draft stands.
 
 REPAIR goes before FALLBACK: when both hold, trusted evidence against the draft is a better basis
-for the answer than the model's memory. Every phase always runs, so each record carries all the
+for the answer than the model's memory. Every phase always runs and is a step of the trace (the
+claims step without an LLM call when the draft is its own claim), so each record carries all the
 judgements.
 
 Conflict report (on the decide step):
@@ -57,8 +66,9 @@ so the draft is still checked against the knowledge base.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +93,14 @@ from faithrag.methods.judgements import (
     parse_score,
 )
 from faithrag.methods.schemas import claims_grammar, label_grammar, labelled_answer_grammar
-from faithrag.methods.vanilla import ANSWER_STOP, FREE_FORM, MULTIPLE_CHOICE, read_answer
+from faithrag.methods.vanilla import (
+    ANSWER_STOP,
+    FREE_FORM,
+    MULTIPLE_CHOICE,
+    passages_head,
+    read_answer,
+)
+from faithrag.methods.vanilla import SYSTEM as DRAFT_SYSTEM
 from faithrag.registry import register
 from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import open_knowledge_base
@@ -102,6 +119,7 @@ from faithrag.types import (
 PASS, REPAIR, FALLBACK = "PASS", "REPAIR", "FALLBACK"
 DECISIONS = (PASS, REPAIR, FALLBACK)
 CONTRADICTION_MODES = ("qa", "judge")
+CLAIM_EXTRACTION = ("long_drafts", "always")
 RELEVANCE_LABELS = ("RELEVANT", "SUSPICIOUS", "IRRELEVANT")
 SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "UNSUPPORTED")
 VERDICT_LABELS = ("CONTRADICTED", "CONSISTENT", "UNRELATED")
@@ -115,6 +133,8 @@ RELEVANCE_TASK = (
     "Reply with exactly two lines:\n"
     "RELEVANCE: RELEVANT or SUSPICIOUS or IRRELEVANT\n"
     "SCORE: a number from 0 to 1 (1 = clearly relevant)")
+# after the draft's own prompt head (reuse_draft_reading), whose system message asks for answers
+AUDIT_INTRO = ("Do not answer the question now: audit the passages that were retrieved for it. ")
 SUPPORT_TASK = (
     "Do the passages state the proposed answer to this question?\n"
     "Reply with exactly one line:\n"
@@ -177,10 +197,16 @@ class AntiSycophancyVerifier:
     def __init__(self, llm: LLM, knowledge_base: Retriever, *, kb_k: int = 2,
                  relevance_threshold: float = 0.5, contradiction_threshold: float = 0.5,
                  contradiction: str = "qa", max_claims: int = 2, judge_tokens: int = 24,
-                 claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = ""):
+                 claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = "",
+                 extract_claims: str = "long_drafts", short_draft_words: int = 8,
+                 reuse_draft_reading: bool = True):
         if contradiction not in CONTRADICTION_MODES:
             raise ConfigError(f"Unknown contradiction scoring '{contradiction}'.",
                               f"Choose one of {', '.join(CONTRADICTION_MODES)}.")
+        if extract_claims not in CLAIM_EXTRACTION:
+            raise ConfigError(f"Unknown claim extraction '{extract_claims}'.",
+                              f"Set antisyco.extract_claims to one of "
+                              f"{', '.join(CLAIM_EXTRACTION)}.")
         self.llm = llm
         self.knowledge_base = knowledge_base
         self.kb_k = kb_k
@@ -192,14 +218,20 @@ class AntiSycophancyVerifier:
         self.claim_tokens = claim_tokens
         self.answer_tokens = answer_tokens
         self.kb_name = kb_name or type(knowledge_base).__name__
+        self.extract_claims = extract_claims
+        self.short_draft_words = short_draft_words
+        self.reuse_draft_reading = reuse_draft_reading
 
     @classmethod
     def from_config(cls, llm: LLM, config: Config,
                     retriever: Retriever | None = None) -> AntiSycophancyVerifier:
         """The verifier with `config.antisyco`; its knowledge base is `antisyco.kb`, which must
-        not be the pipeline's own `retriever`."""
+        not be the pipeline's own `retriever`. With `antisyco.reuse_draft_reading` it turns on
+        the prefix cache of the embedded models behind `llm` (see `keep_recurring_prefixes`)."""
         require_knowledge_base(config)
         settings = config.antisyco
+        if settings.reuse_draft_reading:
+            keep_recurring_prefixes(llm)
         kb = open_knowledge_base(settings.kb, mode=config.retrieval.mode,
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
@@ -214,7 +246,10 @@ class AntiSycophancyVerifier:
                    contradiction_threshold=settings.contradiction_threshold,
                    contradiction=settings.contradiction, max_claims=settings.max_claims,
                    judge_tokens=settings.judge_tokens, claim_tokens=settings.claim_tokens,
-                   answer_tokens=config.generation.answer_tokens, kb_name=settings.kb)
+                   answer_tokens=config.generation.answer_tokens, kb_name=settings.kb,
+                   extract_claims=settings.extract_claims,
+                   short_draft_words=settings.short_draft_words,
+                   reuse_draft_reading=settings.reuse_draft_reading)
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> Answer:
@@ -229,29 +264,17 @@ class AntiSycophancyVerifier:
     def _reflect(self, question: Question, passages: list[Passage], draft: Answer,
                  trace: Trace, unreadable: list[str]) -> Reflection:
         with trace.step("verify", "antisyco/reflect", passages=[p.id for p in passages],
-                        draft=draft.text) as step:
+                        draft=draft.text, reuse_draft_reading=self.reuse_draft_reading) as step:
             if not passages:
                 step.outputs = {"note": "no retrieved passages: IRRELEVANT (0.0), UNSUPPORTED"}
                 return Reflection("IRRELEVANT", 0.0, "UNSUPPORTED")
-            titles = [p.title for p in passages]
-
-            def prompt(task: str) -> Render:
-                def render(texts: list[str]) -> tuple[Message, ...]:
-                    # passages first: the two requests share this prefix, which backends reuse
-                    return (Message("system", REFLECT_SYSTEM),
-                            Message("user", f"Passages:\n{render_passages(texts, titles)}\n\n"
-                                            f"{task}"))
-                return render
-
-            tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
-                     "support": f"{question_block(question)}\nProposed answer: "
-                                f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
             grammars = {"relevance": label_grammar("RELEVANCE", RELEVANCE_LABELS, scored=True),
                         "support": label_grammar("SUPPORT", SUPPORT_LABELS)}
-            requests = [GenerationRequest(
-                fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages,
-                max_tokens=self.judge_tokens, purpose=purpose, grammar=grammars[purpose])
-                for purpose, task in tasks.items()]
+            prompts = (self._reflect_on_draft_reading if self.reuse_draft_reading
+                       else self._reflect_afresh)(question, passages, draft, step)
+            requests = [replace(request, max_tokens=self.judge_tokens, purpose=purpose,
+                                grammar=grammars[purpose])
+                        for purpose, request in prompts.items()]
             relevance_raw, support_raw = (c.text for c in generate(self.llm, requests, step))
             reflection = Reflection(
                 relevance_label=parse_label(relevance_raw, RELEVANCE_LABELS, "relevance"),
@@ -268,6 +291,46 @@ class AntiSycophancyVerifier:
                             "raw": reflection.raw}
             return reflection
 
+    def _reflect_afresh(self, question: Question, passages: list[Passage], draft: Answer,
+                        step: Step) -> dict[str, GenerationRequest]:
+        """The auditor's own prompts: its system message, the passages, then the task."""
+        titles = [p.title for p in passages]
+        tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
+                 "support": f"{question_block(question)}\nProposed answer: "
+                            f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
+
+        def prompt(task: str) -> Render:
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                # passages first: the two requests share this prefix within their call
+                return (Message("system", REFLECT_SYSTEM),
+                        Message("user", f"Passages:\n{render_passages(texts, titles)}\n\n"
+                                        f"{task}"))
+            return render
+        return {purpose: GenerationRequest(
+            fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages)
+            for purpose, task in tasks.items()}
+
+    def _reflect_on_draft_reading(self, question: Question, passages: list[Passage],
+                                  draft: Answer, step: Step) -> dict[str, GenerationRequest]:
+        """Prompts that begin as the draft's plain prompt did (its system message, passages and
+        question: `passages_head`), marked as a recurring prefix, then the task."""
+        titles = [p.title for p in passages]
+        tasks = {"relevance": AUDIT_INTRO + RELEVANCE_TASK,
+                 "support": f"Proposed answer: {neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
+
+        def prompt(task: str) -> Render:
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                return (Message("system", DRAFT_SYSTEM),
+                        Message("user", passages_head(question, texts, titles) + task))
+            return render
+        requests = {}
+        for purpose, task in tasks.items():
+            fitted = fit(self.llm, prompt(task), passages, self.judge_tokens, step)
+            requests[purpose] = GenerationRequest(
+                fitted.messages, cache_prefix=1,
+                cache_prefix_text=passages_head(question, fitted.evidence, titles))
+        return requests
+
     # ----- phase 3: falsification -----
 
     def _claims(self, question: Question, draft: Answer, trace: Trace,
@@ -276,6 +339,13 @@ class AntiSycophancyVerifier:
             if not draft.text.strip():
                 step.outputs = {"claims": [], "note": "empty draft: nothing to check"}
                 return []
+            if self.extract_claims == "long_drafts" and is_short(draft.text,
+                                                                 self.short_draft_words):
+                claims = [_whole_draft_claim(question, draft)]
+                step.outputs = {"claims": claims, "default_claim": True,
+                                "note": f"short draft (at most {self.short_draft_words} words): "
+                                        "itself the one claim, not extracted"}
+                return claims
             user = (f"{question_block(question)}\nAnswer: {draft.text}\n\n"
                     f"{CLAIMS_TASK.format(n=self.max_claims)}")
             request = GenerationRequest((Message("system", CLAIMS_SYSTEM), Message("user", user)),
@@ -288,7 +358,7 @@ class AntiSycophancyVerifier:
             if not claims:
                 _unreadable(step, unreadable, "claim list",
                             "the whole draft is checked as one claim")
-                claims = [f'The answer to "{question.text.strip()}" is {draft.text.strip()}.']
+                claims = [_whole_draft_claim(question, draft)]
             step.outputs = {"claims": claims, "dropped": parsed.dropped,
                             "default_claim": not parsed.claims, "raw": raw}
             return claims
@@ -473,6 +543,34 @@ class AntiSycophancyVerifier:
         request = GenerationRequest(messages, max_tokens=self.answer_tokens, stop=ANSWER_STOP,
                                     purpose="fallback")
         return read_answer(generate(self.llm, [request], step)[0].text, question)
+
+
+def keep_recurring_prefixes(llm: LLM) -> None:
+    """Turn on the prefix cache (`prefix_cache`, config `llm.prefix_cache`) of every embedded
+    llama.cpp model behind `llm`, through wrappers (`.llm`) and replicas (`.copies`); other
+    backends have no such switch and are left as they are (servers cache prefixes themselves)."""
+    pending: list[Any] = [llm]
+    while pending:
+        model = pending.pop()
+        if hasattr(model, "prefix_cache"):
+            model.prefix_cache = True
+        pending.extend(getattr(model, "copies", None) or [])
+        inner = getattr(model, "llm", None)
+        if inner is not None and inner is not model:
+            pending.append(inner)
+
+
+# a second sentence: end punctuation followed by more text
+_SENTENCE_BREAK = re.compile(r"[.!?;]\s+\S")
+
+
+def is_short(text: str, max_words: int) -> bool:
+    """At most `max_words` words and no second sentence: an answer that is one fact."""
+    return len(text.split()) <= max_words and not _SENTENCE_BREAK.search(text.strip())
+
+
+def _whole_draft_claim(question: Question, draft: Answer) -> str:
+    return f'The answer to "{question.text.strip()}" is {draft.text.strip()}.'
 
 
 def _unreadable(step: Step, unreadable: list[str], what: str,

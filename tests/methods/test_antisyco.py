@@ -38,6 +38,18 @@ class Scripted(FakeLLM):
         return super().generate(requests)
 
 
+class Recording(Scripted):
+    """Keeps the last request of each purpose."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.requests = {}
+
+    def generate(self, requests):
+        self.requests.update({r.purpose: r for r in requests})
+        return super().generate(requests)
+
+
 def replies(**overrides):
     base = {"answer": "Louis Pasteur", **GOOD_REFLECTION,
             "claims": "- Louis Pasteur discovered penicillin.",
@@ -89,12 +101,73 @@ def test_contradicted_claim_is_repaired_from_the_trusted_passages_only():
 def test_claims_are_checked_in_one_batched_call_against_their_own_anti_context():
     llm = Scripted(replies(claims="- Louis Pasteur discovered penicillin.\n- Paris is in France.",
                            contradiction="ANSWER: NOT STATED"))
-    answer, _ = verify(llm)
+    answer, _ = verify(llm, extract_claims="always")
     assert ["contradiction", "contradiction"] in llm.batches
     assert [c["claim"] for c in answer.meta["claims"]] == [
         "Louis Pasteur discovered penicillin.", "Paris is in France."]
     assert answer.meta["claims"][1]["evidence"][0] == "kb2"
     assert answer.meta["decision"] == "PASS"  # NOT STATED contradicts nothing
+
+
+@pytest.mark.parametrize("draft, extracted", [
+    ("Louis Pasteur", False), ("Louis Pasteur, the French chemist", False),
+    ("Louis Pasteur. He was a French chemist.", True),
+    ("Louis Pasteur discovered it in a laboratory in Paris in 1928", True)])
+def test_a_short_draft_is_its_own_claim_without_a_call(draft, extracted):
+    llm = Scripted(replies(contradiction="ANSWER: Louis Pasteur"))
+    answer, trace = verify(llm, draft=draft, short_draft_words=8)
+    assert any("claims" in batch for batch in llm.batches) == extracted
+    claims = [c["claim"] for c in answer.meta["claims"]]
+    assert claims == (["Louis Pasteur discovered penicillin."] if extracted else
+                      [f'The answer to "Who discovered penicillin?" is {draft}.'])
+    assert trace.steps[1].name == "antisyco/claims" and answer.meta["unparsable"] == 0
+
+
+def test_every_draft_is_restated_as_claims_when_asked():
+    llm = Scripted(replies())
+    answer, _ = verify(llm, extract_claims="always")
+    assert ["claims"] in llm.batches
+    assert answer.meta["claims"][0]["claim"] == "Louis Pasteur discovered penicillin."
+
+
+def test_the_reflection_begins_as_the_draft_prompt_and_marks_it_recurring():
+    from faithrag.methods.vanilla import answer_plain
+    llm = Recording(replies())
+    trace = Trace()
+    with trace.step("generate", "vanilla") as step:
+        answer_plain(llm, QUESTION, POISON, step, 48)
+    verifier(llm).verify(QUESTION, POISON, Answer("Louis Pasteur"), trace)
+    draft, relevance, support = (llm.requests[p] for p in ("answer", "relevance", "support"))
+    for request in (draft, relevance, support):
+        assert request.cache_prefix == 1 and request.messages[0] == draft.messages[0]
+        assert request.cache_prefix_text == draft.cache_prefix_text
+        assert request.messages[1].content.startswith(draft.cache_prefix_text)
+    assert "Passages:" in draft.cache_prefix_text and QUESTION.text in draft.cache_prefix_text
+    assert "RELEVANCE:" in relevance.messages[1].content
+    assert "Proposed answer: Louis Pasteur" in support.messages[1].content
+
+
+def test_without_reuse_the_reflection_has_its_own_prompt():
+    llm = Recording(replies())
+    verify(llm, reuse_draft_reading=False)
+    relevance = llm.requests["relevance"]
+    assert relevance.messages[0].content.startswith("You audit the evidence")
+    assert relevance.cache_prefix == 0 and not relevance.cache_prefix_text
+
+
+def test_the_factory_turns_on_the_embedded_prefix_cache_only_when_reusing(tmp_path):
+    from faithrag.llm.replicas import Replicas
+
+    class Switchable(FakeLLM):
+        prefix_cache = False
+
+    (tmp_path / "kb.md").write_text(KB[0].text)
+    for reuse in (True, False):
+        copies = [Switchable(), Switchable()]
+        config = Config.load(None, {"antisyco.kb": str(tmp_path),
+                                    "antisyco.reuse_draft_reading": reuse})
+        registry.build("verifier", "antisyco", Replicas(copies), config, None)
+        assert [c.prefix_cache for c in copies] == [reuse, reuse]
 
 
 def test_irrelevant_and_unsupported_falls_back_without_the_retrieved_passages():
@@ -136,7 +209,7 @@ def test_thresholds_come_from_the_config(tmp_path):
 def test_unreadable_judgements_are_counted_and_never_intervene():
     llm = Scripted(replies(relevance="hmm", support="I think so", claims="***",
                            contradiction="VERDICT: maybe"))
-    answer, trace = verify(llm, contradiction="judge")
+    answer, trace = verify(llm, contradiction="judge", extract_claims="always")
     assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
     assert answer.meta["unparsable"] == 5
     assert answer.meta["unparsable_fields"] == [
@@ -226,7 +299,8 @@ def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
     result = pipeline.run(QUESTION)
     assert result.answer.text == "Alexander Fleming"
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4
-    assert result.trace.totals()["llm_calls"] == 6  # draft, 2 reflection, claims, 1 check, repair
+    # draft, 2 reflection, 1 check, repair: the short draft is its own claim
+    assert result.trace.totals()["llm_calls"] == 5
 
 
 @pytest.mark.model
@@ -318,7 +392,7 @@ def test_a_pass_says_why_no_claim_triggered_repair(kb, contradiction, reason):
 
 def test_a_contradicted_claim_is_reported_with_the_draft_and_the_trusted_passage():
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
-    _, trace = verify(llm)
+    _, trace = verify(llm, extract_claims="always")
     (conflict,) = trace.conflicts
     assert (conflict.kind, conflict.stage, conflict.action) == (
         "contradicted_by_trusted_kb", "antisyco", "repaired")
