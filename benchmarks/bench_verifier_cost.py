@@ -7,7 +7,7 @@ RAG drafts the answer once (that is plain RAG's time, measured in this run), the
 checks that same draft twice, alternating which variant goes first item by item:
 
 - before: the former behaviour, through settings (`antisyco.extract_claims = "always"`,
-  `antisyco.reuse_draft_reading = false`);
+  `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`);
 - after: the current defaults (plus any --set).
 
 The model is loaded with `llm.prefix_cache` on, as the default verifier turns it on: the draft
@@ -57,7 +57,8 @@ from faithrag.retrieval.retriever import Retriever
 from faithrag.types import Question, Trace
 
 VARIANTS = ("before", "after")
-BEFORE = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False}
+BEFORE = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False,
+          "antisyco__judgements": "all"}
 PHASES = ("antisyco/reflect", "antisyco/claims", "antisyco/falsify", "antisyco/decide")
 PATHS = ("PASS", "REPAIR", "FALLBACK")
 

@@ -292,6 +292,10 @@ class AntisycoConfig(_Strict):
     passages, the question) and mark that as a recurring prefix, and the verifier turns on the
     embedded model's prefix cache (llm.prefix_cache), so the passages the draft read are not
     read again; false: the reflection's own auditing prompt, read in full"""
+    judgements: Literal["needed", "all"] = "needed"
+    """"needed": falsification first, and only the judgements the decision needs (no reflection
+    after a contradicted claim; the draft's support only when relevance is below
+    relevance_threshold); "all": every judgement, the reflection first"""
 
 
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:

@@ -39,9 +39,15 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    passages. Otherwise PASS: the draft stands.
 
 REPAIR goes before FALLBACK: when both hold, trusted evidence against the draft is a better basis
-for the answer than the model's memory. Every phase always runs and is a step of the trace (the
-claims step without an LLM call when the draft is its own claim), so each record carries all the
-judgements.
+for the answer than the model's memory. So with `judgements = "needed"` (default) falsification
+runs first and only the judgements the decision needs are asked: after a contradicted claim no
+reflection (REPAIR follows whatever it says), and the draft's support only when relevance is
+readable and below `relevance_threshold` (otherwise FALLBACK cannot follow); relevance and
+support are then separate calls. A judgement not asked is None and named in the reflect step's
+`not_asked`; it is not counted as unreadable. `judgements = "all"` asks every judgement, the
+reflection first, so each record carries all of them. Every phase is a step of the trace either
+way (the claims step without an LLM call when the draft is its own claim, the reflect step
+without one when nothing was asked).
 
 Conflict report (on the decide step):
 - each contradicted claim is a `contradicted_by_trusted_kb` conflict: one side the draft (its
@@ -51,7 +57,8 @@ Conflict report (on the decide step):
   score; action "repaired", or "kept" when the repair gave the draft's answer again. The check
   is "conflict", else "could_not_tell" when some claim's score is unreadable, else
   "no_conflict" (none when there was no claim to check);
-- relevance below `relevance_threshold` is a `low_relevance` conflict, one side per retrieved
+- relevance below `relevance_threshold` is a `low_relevance` conflict (nothing is reported when
+  relevance was not asked), one side per retrieved
   passage (no answer, its start quoted); confidence 1 - relevance; action "fell_back",
   "repaired" or "kept" after the decision. The check could not tell when the relevance score
   is unreadable.
@@ -120,6 +127,7 @@ PASS, REPAIR, FALLBACK = "PASS", "REPAIR", "FALLBACK"
 DECISIONS = (PASS, REPAIR, FALLBACK)
 CONTRADICTION_MODES = ("qa", "judge")
 CLAIM_EXTRACTION = ("long_drafts", "always")
+JUDGEMENTS = ("needed", "all")
 RELEVANCE_LABELS = ("RELEVANT", "SUSPICIOUS", "IRRELEVANT")
 SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "UNSUPPORTED")
 VERDICT_LABELS = ("CONTRADICTED", "CONSISTENT", "UNRELATED")
@@ -175,6 +183,8 @@ class Reflection:
     relevance: float | None
     support: str | None
     raw: list[str] = field(default_factory=list)
+    not_asked: tuple[str, ...] = ()  # "relevance", "support": not needed by the decision
+    why_not_asked: str = ""
 
 
 @dataclass
@@ -199,10 +209,13 @@ class AntiSycophancyVerifier:
                  contradiction: str = "qa", max_claims: int = 2, judge_tokens: int = 24,
                  claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = "",
                  extract_claims: str = "long_drafts", short_draft_words: int = 8,
-                 reuse_draft_reading: bool = True):
+                 reuse_draft_reading: bool = True, judgements: str = "needed"):
         if contradiction not in CONTRADICTION_MODES:
             raise ConfigError(f"Unknown contradiction scoring '{contradiction}'.",
                               f"Choose one of {', '.join(CONTRADICTION_MODES)}.")
+        if judgements not in JUDGEMENTS:
+            raise ConfigError(f"Unknown judgements '{judgements}'.",
+                              f"Set antisyco.judgements to one of {', '.join(JUDGEMENTS)}.")
         if extract_claims not in CLAIM_EXTRACTION:
             raise ConfigError(f"Unknown claim extraction '{extract_claims}'.",
                               f"Set antisyco.extract_claims to one of "
@@ -221,6 +234,7 @@ class AntiSycophancyVerifier:
         self.extract_claims = extract_claims
         self.short_draft_words = short_draft_words
         self.reuse_draft_reading = reuse_draft_reading
+        self.judgements = judgements
 
     @classmethod
     def from_config(cls, llm: LLM, config: Config,
@@ -249,15 +263,27 @@ class AntiSycophancyVerifier:
                    answer_tokens=config.generation.answer_tokens, kb_name=settings.kb,
                    extract_claims=settings.extract_claims,
                    short_draft_words=settings.short_draft_words,
-                   reuse_draft_reading=settings.reuse_draft_reading)
+                   reuse_draft_reading=settings.reuse_draft_reading,
+                   judgements=settings.judgements)
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> Answer:
         unreadable: list[str] = []
-        reflection = self._reflect(question, passages, answer, trace, unreadable)
-        claims = self._claims(question, answer, trace, unreadable)
-        checks = self._falsify(question, answer, claims, trace, unreadable)
+        if self.judgements == "all":
+            reflection = self._reflect(question, passages, answer, trace, unreadable)
+            claims = self._claims(question, answer, trace, unreadable)
+            checks = self._falsify(question, answer, claims, trace, unreadable)
+        else:  # falsification first: a contradicted claim decides REPAIR on its own
+            claims = self._claims(question, answer, trace, unreadable)
+            checks = self._falsify(question, answer, claims, trace, unreadable)
+            reflection = (self._skip_reflection(passages, answer, trace)
+                          if self._contradicted(checks) else
+                          self._reflect(question, passages, answer, trace, unreadable))
         return self._decide(question, passages, answer, reflection, checks, trace, unreadable)
+
+    def _contradicted(self, checks: list[ClaimCheck]) -> list[tuple[int, ClaimCheck]]:
+        return [(i, c) for i, c in enumerate(checks, 1)
+                if c.score is not None and c.score >= self.contradiction_threshold]
 
     # ----- phase 2: reflection -----
 
@@ -272,23 +298,49 @@ class AntiSycophancyVerifier:
                         "support": label_grammar("SUPPORT", SUPPORT_LABELS)}
             prompts = (self._reflect_on_draft_reading if self.reuse_draft_reading
                        else self._reflect_afresh)(question, passages, draft, step)
-            requests = [replace(request, max_tokens=self.judge_tokens, purpose=purpose,
-                                grammar=grammars[purpose])
-                        for purpose, request in prompts.items()]
-            relevance_raw, support_raw = (c.text for c in generate(self.llm, requests, step))
+            requests = {purpose: replace(request, max_tokens=self.judge_tokens, purpose=purpose,
+                                         grammar=grammars[purpose])
+                        for purpose, request in prompts.items()}
+            if self.judgements == "all":
+                relevance_raw, support_raw = (c.text for c in generate(
+                    self.llm, list(requests.values()), step))
+            else:
+                relevance_raw = generate(self.llm, [requests["relevance"]], step)[0].text
+            relevance = parse_score(relevance_raw)
             reflection = Reflection(
                 relevance_label=parse_label(relevance_raw, RELEVANCE_LABELS, "relevance"),
-                relevance=parse_score(relevance_raw),
-                support=parse_label(support_raw, SUPPORT_LABELS, "support"),
-                raw=[relevance_raw, support_raw])
+                relevance=relevance, support=None, raw=[relevance_raw])
+            if self.judgements == "needed" and (relevance is None
+                                                or relevance >= self.relevance_threshold):
+                reflection.not_asked = ("support",)
+                reflection.why_not_asked = ("FALLBACK needs a readable relevance below "
+                                            f"{self.relevance_threshold}")
+            else:
+                if self.judgements == "needed":
+                    support_raw = generate(self.llm, [requests["support"]], step)[0].text
+                reflection.support = parse_label(support_raw, SUPPORT_LABELS, "support")
+                reflection.raw.append(support_raw)
             for what, value in (("relevance label", reflection.relevance_label),
                                 ("relevance score", reflection.relevance),
                                 ("support label", reflection.support)):
-                if value is None:
+                if value is None and what.split()[0] not in reflection.not_asked:
                     _unreadable(step, unreadable, what)
             step.outputs = {"relevance_label": reflection.relevance_label,
                             "relevance": reflection.relevance, "support": reflection.support,
-                            "raw": reflection.raw}
+                            "raw": reflection.raw, "not_asked": list(reflection.not_asked),
+                            "why_not_asked": reflection.why_not_asked}
+            return reflection
+
+    def _skip_reflection(self, passages: list[Passage], draft: Answer,
+                         trace: Trace) -> Reflection:
+        """The reflection step of a REPAIR decided by falsification: nothing asked."""
+        with trace.step("verify", "antisyco/reflect", passages=[p.id for p in passages],
+                        draft=draft.text) as step:
+            reflection = Reflection(None, None, None, not_asked=("relevance", "support"),
+                                    why_not_asked="a claim contradicted by the trusted "
+                                                  "knowledge base decides REPAIR on its own")
+            step.outputs = {"not_asked": list(reflection.not_asked),
+                            "why_not_asked": reflection.why_not_asked}
             return reflection
 
     def _reflect_afresh(self, question: Question, passages: list[Passage], draft: Answer,
@@ -438,8 +490,7 @@ class AntiSycophancyVerifier:
                 reflection: Reflection, checks: list[ClaimCheck], trace: Trace,
                 unreadable: list[str]) -> Answer:
         with trace.step("verify", "antisyco/decide", draft=draft.text) as step:
-            contradicted = [(i, c) for i, c in enumerate(checks, 1)
-                            if c.score is not None and c.score >= self.contradiction_threshold]
+            contradicted = self._contradicted(checks)
             low_relevance = (reflection.relevance is not None
                              and reflection.relevance < self.relevance_threshold)
             unsupported = reflection.support == "UNSUPPORTED"
@@ -459,7 +510,7 @@ class AntiSycophancyVerifier:
                 decision = PASS
                 reasons.append(f"{_contradiction_summary(checks, self.contradiction_threshold)}; "
                                f"relevance {_fmt(reflection.relevance)}, "
-                               f"support {reflection.support}")
+                               f"support {reflection.support or 'not asked'}")
                 answer = Answer(draft.text, draft.choice_index, draft.reason,
                                 draft.parse_status, draft.raw)
             if unreadable:
@@ -503,6 +554,8 @@ class AntiSycophancyVerifier:
     def _report_relevance(self, passages: list[Passage], reflection: Reflection, decision: str,
                           step: Step) -> None:
         kind = "low_relevance"
+        if "relevance" in reflection.not_asked:
+            return  # not judged: the decision did not need it
         if reflection.relevance is None:
             step.checks.append(ConflictCheck(kind, self.name, "could_not_tell"))
             return

@@ -49,6 +49,9 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
         # the former behaviour extracts claims; the short draft is its own claim after
         assert record["before"]["phases"]["antisyco/claims"]["llm_calls"] == 1
         assert record["after"]["phases"]["antisyco/claims"]["llm_calls"] == 0
+        # and asks every judgement; a contradicted claim needs no reflection after
+        assert record["before"]["phases"]["antisyco/reflect"]["llm_calls"] == 2
+        assert record["after"]["phases"]["antisyco/reflect"]["llm_calls"] == 0
     bench.run(setting=setting(3), limit=3, **run)  # resumes: only the third item is added
     assert [r["item"] for r in bench.read_records(tmp_path / "records.jsonl")] == [
         "q0", "q1", "q2"]

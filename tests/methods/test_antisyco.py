@@ -71,7 +71,7 @@ def verify(llm, draft="Louis Pasteur", passages=POISON, question=QUESTION, **kwa
 
 def test_pass_keeps_the_draft_and_batches_the_reflection():
     llm = Scripted(replies(answer="Alexander Fleming", contradiction="ANSWER: Alexander Fleming"))
-    answer, trace = verify(llm, draft="Alexander Fleming")
+    answer, trace = verify(llm, draft="Alexander Fleming", judgements="all")
     assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "PASS"
     assert ["relevance", "support"] in llm.batches  # two independent judgements, one call
     assert not any("repair" in b or "fallback" in b for b in llm.batches)
@@ -120,7 +120,8 @@ def test_a_short_draft_is_its_own_claim_without_a_call(draft, extracted):
     claims = [c["claim"] for c in answer.meta["claims"]]
     assert claims == (["Louis Pasteur discovered penicillin."] if extracted else
                       [f'The answer to "Who discovered penicillin?" is {draft}.'])
-    assert trace.steps[1].name == "antisyco/claims" and answer.meta["unparsable"] == 0
+    assert "antisyco/claims" in [s.name for s in trace.steps]
+    assert answer.meta["unparsable"] == 0
 
 
 def test_every_draft_is_restated_as_claims_when_asked():
@@ -136,7 +137,7 @@ def test_the_reflection_begins_as_the_draft_prompt_and_marks_it_recurring():
     trace = Trace()
     with trace.step("generate", "vanilla") as step:
         answer_plain(llm, QUESTION, POISON, step, 48)
-    verifier(llm).verify(QUESTION, POISON, Answer("Louis Pasteur"), trace)
+    verifier(llm, judgements="all").verify(QUESTION, POISON, Answer("Louis Pasteur"), trace)
     draft, relevance, support = (llm.requests[p] for p in ("answer", "relevance", "support"))
     for request in (draft, relevance, support):
         assert request.cache_prefix == 1 and request.messages[0] == draft.messages[0]
@@ -168,6 +169,29 @@ def test_the_factory_turns_on_the_embedded_prefix_cache_only_when_reusing(tmp_pa
                                     "antisyco.reuse_draft_reading": reuse})
         registry.build("verifier", "antisyco", Replicas(copies), config, None)
         assert [c.prefix_cache for c in copies] == [reuse, reuse]
+
+
+def test_falsification_first_and_only_the_judgements_the_decision_needs():
+    relevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur"))
+    answer, trace = verify(relevant)
+    assert relevant.batches == [["contradiction"], ["relevance"]]  # relevant: support not asked
+    assert [s.name for s in trace.steps] == ["antisyco/claims", "antisyco/falsify",
+                                             "antisyco/reflect", "antisyco/decide"]
+    assert (answer.meta["decision"], answer.meta["support"]) == ("PASS", None)
+    assert answer.meta["unparsable"] == 0 and "support not asked" in answer.meta["reasons"][0]
+    assert trace.steps[2].outputs["not_asked"] == ["support"]
+
+    irrelevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+    answer, _ = verify(irrelevant)
+    assert irrelevant.batches == [["contradiction"], ["relevance"], ["support"], ["fallback"]]
+    assert answer.meta["decision"] == "FALLBACK"
+
+    contradicted = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
+    answer, trace = verify(contradicted)
+    assert contradicted.batches == [["contradiction"], ["repair"]]  # no reflection
+    assert answer.meta["decision"] == "REPAIR" and answer.meta["unparsable"] == 0
+    assert trace.steps[2].name == "antisyco/reflect" and not trace.steps[2].llm_calls
+    assert [c.kind for c in trace.checks] == ["contradicted_by_trusted_kb"]
 
 
 def test_irrelevant_and_unsupported_falls_back_without_the_retrieved_passages():
@@ -209,7 +233,8 @@ def test_thresholds_come_from_the_config(tmp_path):
 def test_unreadable_judgements_are_counted_and_never_intervene():
     llm = Scripted(replies(relevance="hmm", support="I think so", claims="***",
                            contradiction="VERDICT: maybe"))
-    answer, trace = verify(llm, contradiction="judge", extract_claims="always")
+    answer, trace = verify(llm, contradiction="judge", extract_claims="always",
+                           judgements="all")
     assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
     assert answer.meta["unparsable"] == 5
     assert answer.meta["unparsable_fields"] == [
@@ -299,8 +324,8 @@ def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
     result = pipeline.run(QUESTION)
     assert result.answer.text == "Alexander Fleming"
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4
-    # draft, 2 reflection, 1 check, repair: the short draft is its own claim
-    assert result.trace.totals()["llm_calls"] == 5
+    # draft, 1 check, repair: the short draft is its own claim, and REPAIR needs no reflection
+    assert result.trace.totals()["llm_calls"] == 3
 
 
 @pytest.mark.model
@@ -392,7 +417,7 @@ def test_a_pass_says_why_no_claim_triggered_repair(kb, contradiction, reason):
 
 def test_a_contradicted_claim_is_reported_with_the_draft_and_the_trusted_passage():
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
-    _, trace = verify(llm, extract_claims="always")
+    _, trace = verify(llm, extract_claims="always", judgements="all")
     (conflict,) = trace.conflicts
     assert (conflict.kind, conflict.stage, conflict.action) == (
         "contradicted_by_trusted_kb", "antisyco", "repaired")
@@ -423,7 +448,7 @@ def test_low_relevance_is_reported_with_what_the_decision_did():
 
 def test_unreadable_judgements_could_not_tell():
     llm = Scripted(replies(relevance="RELEVANCE: RELEVANT", contradiction="???"))
-    _, trace = verify(llm)
+    _, trace = verify(llm)  # no readable relevance: the support is not asked
     assert trace.conflicts == []
     assert [(c.kind, c.status) for c in trace.checks] == [
         ("contradicted_by_trusted_kb", "could_not_tell"), ("low_relevance", "could_not_tell")]
