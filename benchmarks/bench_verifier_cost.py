@@ -221,8 +221,8 @@ def render(rows: list[dict[str, Any]]) -> str:
 
     lines = []
     for row in rows:
-        lines += [f"### {row['setting']}, {row['retrieval']} retrieval (n = {row['n']}; plain RAG "
-                  f"{row['draft_seconds_per_item']} s per item)", "",
+        lines += [(f"### {row['setting']}, {row['retrieval']} retrieval (n = {row['n']}; plain RAG "
+                  f"{row['draft_seconds_per_item']} s per item)"), "",
                   "| variant | path | n | s per item | plain RAG s per item | ratio |",
                   "|---|---|---:|---:|---:|---:|"]
         for variant in VARIANTS:
@@ -245,9 +245,9 @@ def render(rows: list[dict[str, Any]]) -> str:
             lines.append(f"| {measure.replace('_', ' ')} | " + " | ".join(
                 pct(row[v][measure]) for v in ("draft", *VARIANTS)) + " |")
         changed = ", ".join(f"{k}: {v}" for k, v in row["decisions_changed"].items()) or "none"
-        lines += ["", f"Decisions changed before -> after: {changed} ({row['decisions_same']} "
+        lines += ["", (f"Decisions changed before -> after: {changed} ({row['decisions_same']} "
                       f"the same); answers changed: {row['answers_changed']}; after fixed "
-                      f"{row['fixed']}, broke {row['broken']} against before.", ""]
+                      f"{row['fixed']}, broke {row['broken']} against before."), ""]
     return "\n".join(lines)
 
 
