@@ -30,7 +30,8 @@ before to after (count per transition); items after fixed and broke against befo
 
     python benchmarks/bench_verifier_cost.py --setting poisonedrag --retrieval hostile \\
       --limit 100 --out runs/verifier-cost/poisonedrag-hostile
-    python benchmarks/bench_verifier_cost.py --summary-only --out runs/verifier-cost/poisonedrag-hostile
+    python benchmarks/bench_verifier_cost.py --summary-only \
+      --out runs/verifier-cost/poisonedrag-hostile
 """
 
 from __future__ import annotations

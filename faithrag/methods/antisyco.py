@@ -3,19 +3,20 @@ against a separately indexed, trusted knowledge base, then PASS, REPAIR or FALLB
 
 Phase 1, the draft, is the pipeline's generator. The verifier then runs:
 
-2. Reflection: two independent judgements, sent in one batched call: are the retrieved passages
-   relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and a score 0-1), and do they
-   support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With `reuse_draft_reading` (default)
-   both requests begin exactly as the plain draft prompt (faithrag.methods.vanilla: its system
-   message, the passages, the question) and mark that as a recurring prefix; the verifier turns
-   on the embedded model's prefix cache, so the keys/values the draft computed for the passages
-   are restored instead of computed again (each call's results remain a function of its
-   arguments: the prefix is always evaluated on its own). Otherwise they have the auditor's own
-   system message and the passages are read again.
+2. Reflection: two independent judgements (one batched call, or only those needed: see below):
+   are the retrieved passages relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and
+   a score 0-1), and do they support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With
+   `reuse_draft_reading` (default) both requests begin exactly as the plain draft prompt
+   (faithrag.methods.vanilla: its system message, the passages, the question) and mark that as
+   a recurring prefix; the verifier turns on the embedded model's prefix cache, so the
+   keys/values the draft computed for the passages are restored instead of computed again (each
+   call's results remain a function of its arguments: the prefix is always evaluated on its
+   own). Otherwise they have the auditor's own system message and the passages are read again.
 3. Falsification: the draft is restated as at most `max_claims` self-contained claims; a short
    draft (at most `short_draft_words` words, no second sentence) is one fact and is itself the
    one claim, 'The answer to "<question>" is <draft>.', without a call (`extract_claims =
-   "long_drafts"`, default; "always" asks the LLM for every draft). For each claim, `kb_k` passages are retrieved from the trusted knowledge base (the anti-context), and
+   "long_drafts"`, default; "always" asks the LLM for every draft). For each claim, `kb_k`
+   passages are retrieved from the trusted knowledge base (the anti-context), and
    a contradiction score in [0, 1] is given to the claim. All claims are judged in one batched
    call. Two ways to score (`contradiction`):
    - "judge": the LLM reads the anti-context and the claim and states a verdict
@@ -58,10 +59,9 @@ Conflict report (on the decide step):
   is "conflict", else "could_not_tell" when some claim's score is unreadable, else
   "no_conflict" (none when there was no claim to check);
 - relevance below `relevance_threshold` is a `low_relevance` conflict (nothing is reported when
-  relevance was not asked), one side per retrieved
-  passage (no answer, its start quoted); confidence 1 - relevance; action "fell_back",
-  "repaired" or "kept" after the decision. The check could not tell when the relevance score
-  is unreadable.
+  relevance was not asked), one side per retrieved passage (no answer, its start quoted);
+  confidence 1 - relevance; action "fell_back", "repaired" or "kept" after the decision. The
+  check could not tell when the relevance score is unreadable.
 
 An unreadable judgement (see faithrag.methods.judgements) is counted in
 `answer.meta["unparsable"]`, named in `unparsable_fields` and warned about in the trace. Its
@@ -142,7 +142,7 @@ RELEVANCE_TASK = (
     "RELEVANCE: RELEVANT or SUSPICIOUS or IRRELEVANT\n"
     "SCORE: a number from 0 to 1 (1 = clearly relevant)")
 # after the draft's own prompt head (reuse_draft_reading), whose system message asks for answers
-AUDIT_INTRO = ("Do not answer the question now: audit the passages that were retrieved for it. ")
+AUDIT_INTRO = "Do not answer the question now: audit the passages that were retrieved for it. "
 SUPPORT_TASK = (
     "Do the passages state the proposed answer to this question?\n"
     "Reply with exactly one line:\n"
