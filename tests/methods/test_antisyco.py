@@ -8,7 +8,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, ModelNotFoundError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.antisyco import AntiSycophancyVerifier
+from faithrag.methods.antisyco import AntiSycophancyVerifier, keep_recurring_prefixes
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import Index, InMemoryRetriever
 from faithrag.types import Answer, Passage, Question, Trace
@@ -453,3 +453,33 @@ def test_unreadable_judgements_could_not_tell():
     assert [(c.kind, c.status) for c in trace.checks] == [
         ("contradicted_by_trusted_kb", "could_not_tell"), ("low_relevance", "could_not_tell")]
     assert registry.stage("verifier", "antisyco").reports_conflicts
+
+
+@pytest.mark.model
+def test_the_reflection_restores_the_draft_reading_on_the_embedded_model(tiny_gguf, monkeypatch):
+    """On the real (tiny) model: after the draft, the reflection evaluates only what follows the
+    passages and question, and its judgements are those of a model that never drafted."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+    from faithrag.methods.vanilla import VanillaRAG
+
+    passages = KB + POISON
+    drafting, fresh = (LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1) for _ in range(2))
+    for llm in (drafting, fresh):
+        keep_recurring_prefixes(llm)
+    draft = VanillaRAG(drafting).generate(QUESTION, passages, Trace())
+    passages_tokens = sum(len(fresh.tokenize(p.text)) for p in passages)
+    raw, evaluated = [], []
+    for llm in (drafting, fresh):
+        counted = []
+        extend = llm._extend
+        monkeypatch.setattr(llm, "_extend", lambda tokens, all_logits=False, extend=extend,
+                            counted=counted: counted.append(len(tokens)) or extend(tokens,
+                                                                                   all_logits))
+        trace = Trace()
+        AntiSycophancyVerifier(llm, InMemoryRetriever(KB), judgements="all")._reflect(
+            QUESTION, passages, draft, trace, [])
+        raw.append(trace.steps[0].outputs["raw"])
+        evaluated.append(sum(counted))
+        llm.close()
+    assert raw[0] == raw[1]
+    assert evaluated[0] <= evaluated[1] - passages_tokens
