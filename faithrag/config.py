@@ -281,6 +281,21 @@ class AntisycoConfig(_Strict):
     """reply budget of one label or score judgement, or a reference answer"""
     claim_tokens: int = Field(96, ge=16)
     """reply budget of the claim list"""
+    extract_claims: Literal["long_drafts", "always"] = "long_drafts"
+    """"long_drafts": a short draft (at most short_draft_words words, one sentence at most) is
+    itself the one claim, with no claim-extraction call; "always": the LLM restates every
+    draft as claims"""
+    short_draft_words: int = Field(8, ge=1)
+    """the most words of a draft checked as one claim without extraction"""
+    reuse_draft_reading: bool = True
+    """the reflection requests begin as the plain draft prompt does (its system message, the
+    passages, the question) and mark that as a recurring prefix, and the verifier turns on the
+    embedded model's prefix cache (llm.prefix_cache), so the passages the draft read are not
+    read again; false: the reflection's own auditing prompt, read in full"""
+    judgements: Literal["needed", "all"] = "needed"
+    """"needed": falsification first, and only the judgements the decision needs (no reflection
+    after a contradicted claim; the draft's support only when relevance is below
+    relevance_threshold); "all": every judgement, the reflection first"""
 
 
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:

@@ -3,11 +3,20 @@ against a separately indexed, trusted knowledge base, then PASS, REPAIR or FALLB
 
 Phase 1, the draft, is the pipeline's generator. The verifier then runs:
 
-2. Reflection: two independent judgements, sent in one batched call: are the retrieved passages
-   relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and a score 0-1), and do they
-   support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)?
-3. Falsification: the draft is restated as at most `max_claims` self-contained claims; for each
-   claim, `kb_k` passages are retrieved from the trusted knowledge base (the anti-context), and
+2. Reflection: two independent judgements (one batched call, or only those needed: see below):
+   are the retrieved passages relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and
+   a score 0-1), and do they support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With
+   `reuse_draft_reading` (default) both requests begin exactly as the plain draft prompt
+   (faithrag.methods.vanilla: its system message, the passages, the question) and mark that as
+   a recurring prefix; the verifier turns on the embedded model's prefix cache, so the
+   keys/values the draft computed for the passages are restored instead of computed again (each
+   call's results remain a function of its arguments: the prefix is always evaluated on its
+   own). Otherwise they have the auditor's own system message and the passages are read again.
+3. Falsification: the draft is restated as at most `max_claims` self-contained claims; a short
+   draft (at most `short_draft_words` words, no second sentence) is one fact and is itself the
+   one claim, 'The answer to "<question>" is <draft>.', without a call (`extract_claims =
+   "long_drafts"`, default; "always" asks the LLM for every draft). For each claim, `kb_k`
+   passages are retrieved from the trusted knowledge base (the anti-context), and
    a contradiction score in [0, 1] is given to the claim. All claims are judged in one batched
    call. Two ways to score (`contradiction`):
    - "judge": the LLM reads the anti-context and the claim and states a verdict
@@ -31,8 +40,15 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    passages. Otherwise PASS: the draft stands.
 
 REPAIR goes before FALLBACK: when both hold, trusted evidence against the draft is a better basis
-for the answer than the model's memory. Every phase always runs, so each record carries all the
-judgements.
+for the answer than the model's memory. So with `judgements = "needed"` (default) falsification
+runs first and only the judgements the decision needs are asked: after a contradicted claim no
+reflection (REPAIR follows whatever it says), and the draft's support only when relevance is
+readable and below `relevance_threshold` (otherwise FALLBACK cannot follow); relevance and
+support are then separate calls. A judgement not asked is None and named in the reflect step's
+`not_asked`; it is not counted as unreadable. `judgements = "all"` asks every judgement, the
+reflection first, so each record carries all of them. Every phase is a step of the trace either
+way (the claims step without an LLM call when the draft is its own claim, the reflect step
+without one when nothing was asked).
 
 Conflict report (on the decide step):
 - each contradicted claim is a `contradicted_by_trusted_kb` conflict: one side the draft (its
@@ -42,10 +58,10 @@ Conflict report (on the decide step):
   score; action "repaired", or "kept" when the repair gave the draft's answer again. The check
   is "conflict", else "could_not_tell" when some claim's score is unreadable, else
   "no_conflict" (none when there was no claim to check);
-- relevance below `relevance_threshold` is a `low_relevance` conflict, one side per retrieved
-  passage (no answer, its start quoted); confidence 1 - relevance; action "fell_back",
-  "repaired" or "kept" after the decision. The check could not tell when the relevance score
-  is unreadable.
+- relevance below `relevance_threshold` is a `low_relevance` conflict (nothing is reported when
+  relevance was not asked), one side per retrieved passage (no answer, its start quoted);
+  confidence 1 - relevance; action "fell_back", "repaired" or "kept" after the decision. The
+  check could not tell when the relevance score is unreadable.
 
 An unreadable judgement (see faithrag.methods.judgements) is counted in
 `answer.meta["unparsable"]`, named in `unparsable_fields` and warned about in the trace. Its
@@ -57,8 +73,9 @@ so the draft is still checked against the knowledge base.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +100,14 @@ from faithrag.methods.judgements import (
     parse_score,
 )
 from faithrag.methods.schemas import claims_grammar, label_grammar, labelled_answer_grammar
-from faithrag.methods.vanilla import ANSWER_STOP, FREE_FORM, MULTIPLE_CHOICE, read_answer
+from faithrag.methods.vanilla import (
+    ANSWER_STOP,
+    FREE_FORM,
+    MULTIPLE_CHOICE,
+    passages_head,
+    read_answer,
+)
+from faithrag.methods.vanilla import SYSTEM as DRAFT_SYSTEM
 from faithrag.registry import register
 from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import open_knowledge_base
@@ -102,6 +126,8 @@ from faithrag.types import (
 PASS, REPAIR, FALLBACK = "PASS", "REPAIR", "FALLBACK"
 DECISIONS = (PASS, REPAIR, FALLBACK)
 CONTRADICTION_MODES = ("qa", "judge")
+CLAIM_EXTRACTION = ("long_drafts", "always")
+JUDGEMENTS = ("needed", "all")
 RELEVANCE_LABELS = ("RELEVANT", "SUSPICIOUS", "IRRELEVANT")
 SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "UNSUPPORTED")
 VERDICT_LABELS = ("CONTRADICTED", "CONSISTENT", "UNRELATED")
@@ -115,6 +141,8 @@ RELEVANCE_TASK = (
     "Reply with exactly two lines:\n"
     "RELEVANCE: RELEVANT or SUSPICIOUS or IRRELEVANT\n"
     "SCORE: a number from 0 to 1 (1 = clearly relevant)")
+# after the draft's own prompt head (reuse_draft_reading), whose system message asks for answers
+AUDIT_INTRO = "Do not answer the question now: audit the passages that were retrieved for it. "
 SUPPORT_TASK = (
     "Do the passages state the proposed answer to this question?\n"
     "Reply with exactly one line:\n"
@@ -155,6 +183,8 @@ class Reflection:
     relevance: float | None
     support: str | None
     raw: list[str] = field(default_factory=list)
+    not_asked: tuple[str, ...] = ()  # "relevance", "support": not needed by the decision
+    why_not_asked: str = ""
 
 
 @dataclass
@@ -177,10 +207,19 @@ class AntiSycophancyVerifier:
     def __init__(self, llm: LLM, knowledge_base: Retriever, *, kb_k: int = 2,
                  relevance_threshold: float = 0.5, contradiction_threshold: float = 0.5,
                  contradiction: str = "qa", max_claims: int = 2, judge_tokens: int = 24,
-                 claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = ""):
+                 claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = "",
+                 extract_claims: str = "long_drafts", short_draft_words: int = 8,
+                 reuse_draft_reading: bool = True, judgements: str = "needed"):
         if contradiction not in CONTRADICTION_MODES:
             raise ConfigError(f"Unknown contradiction scoring '{contradiction}'.",
                               f"Choose one of {', '.join(CONTRADICTION_MODES)}.")
+        if judgements not in JUDGEMENTS:
+            raise ConfigError(f"Unknown judgements '{judgements}'.",
+                              f"Set antisyco.judgements to one of {', '.join(JUDGEMENTS)}.")
+        if extract_claims not in CLAIM_EXTRACTION:
+            raise ConfigError(f"Unknown claim extraction '{extract_claims}'.",
+                              f"Set antisyco.extract_claims to one of "
+                              f"{', '.join(CLAIM_EXTRACTION)}.")
         self.llm = llm
         self.knowledge_base = knowledge_base
         self.kb_k = kb_k
@@ -192,14 +231,21 @@ class AntiSycophancyVerifier:
         self.claim_tokens = claim_tokens
         self.answer_tokens = answer_tokens
         self.kb_name = kb_name or type(knowledge_base).__name__
+        self.extract_claims = extract_claims
+        self.short_draft_words = short_draft_words
+        self.reuse_draft_reading = reuse_draft_reading
+        self.judgements = judgements
 
     @classmethod
     def from_config(cls, llm: LLM, config: Config,
                     retriever: Retriever | None = None) -> AntiSycophancyVerifier:
         """The verifier with `config.antisyco`; its knowledge base is `antisyco.kb`, which must
-        not be the pipeline's own `retriever`."""
+        not be the pipeline's own `retriever`. With `antisyco.reuse_draft_reading` it turns on
+        the prefix cache of the embedded models behind `llm` (see `keep_recurring_prefixes`)."""
         require_knowledge_base(config)
         settings = config.antisyco
+        if settings.reuse_draft_reading:
+            keep_recurring_prefixes(llm)
         kb = open_knowledge_base(settings.kb, mode=config.retrieval.mode,
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
@@ -214,59 +260,128 @@ class AntiSycophancyVerifier:
                    contradiction_threshold=settings.contradiction_threshold,
                    contradiction=settings.contradiction, max_claims=settings.max_claims,
                    judge_tokens=settings.judge_tokens, claim_tokens=settings.claim_tokens,
-                   answer_tokens=config.generation.answer_tokens, kb_name=settings.kb)
+                   answer_tokens=config.generation.answer_tokens, kb_name=settings.kb,
+                   extract_claims=settings.extract_claims,
+                   short_draft_words=settings.short_draft_words,
+                   reuse_draft_reading=settings.reuse_draft_reading,
+                   judgements=settings.judgements)
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> Answer:
         unreadable: list[str] = []
-        reflection = self._reflect(question, passages, answer, trace, unreadable)
-        claims = self._claims(question, answer, trace, unreadable)
-        checks = self._falsify(question, answer, claims, trace, unreadable)
+        if self.judgements == "all":
+            reflection = self._reflect(question, passages, answer, trace, unreadable)
+            claims = self._claims(question, answer, trace, unreadable)
+            checks = self._falsify(question, answer, claims, trace, unreadable)
+        else:  # falsification first: a contradicted claim decides REPAIR on its own
+            claims = self._claims(question, answer, trace, unreadable)
+            checks = self._falsify(question, answer, claims, trace, unreadable)
+            reflection = (self._skip_reflection(passages, answer, trace)
+                          if self._contradicted(checks) else
+                          self._reflect(question, passages, answer, trace, unreadable))
         return self._decide(question, passages, answer, reflection, checks, trace, unreadable)
+
+    def _contradicted(self, checks: list[ClaimCheck]) -> list[tuple[int, ClaimCheck]]:
+        return [(i, c) for i, c in enumerate(checks, 1)
+                if c.score is not None and c.score >= self.contradiction_threshold]
 
     # ----- phase 2: reflection -----
 
     def _reflect(self, question: Question, passages: list[Passage], draft: Answer,
                  trace: Trace, unreadable: list[str]) -> Reflection:
         with trace.step("verify", "antisyco/reflect", passages=[p.id for p in passages],
-                        draft=draft.text) as step:
+                        draft=draft.text, reuse_draft_reading=self.reuse_draft_reading) as step:
             if not passages:
                 step.outputs = {"note": "no retrieved passages: IRRELEVANT (0.0), UNSUPPORTED"}
                 return Reflection("IRRELEVANT", 0.0, "UNSUPPORTED")
-            titles = [p.title for p in passages]
-
-            def prompt(task: str) -> Render:
-                def render(texts: list[str]) -> tuple[Message, ...]:
-                    # passages first: the two requests share this prefix, which backends reuse
-                    return (Message("system", REFLECT_SYSTEM),
-                            Message("user", f"Passages:\n{render_passages(texts, titles)}\n\n"
-                                            f"{task}"))
-                return render
-
-            tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
-                     "support": f"{question_block(question)}\nProposed answer: "
-                                f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
             grammars = {"relevance": label_grammar("RELEVANCE", RELEVANCE_LABELS, scored=True),
                         "support": label_grammar("SUPPORT", SUPPORT_LABELS)}
-            requests = [GenerationRequest(
-                fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages,
-                max_tokens=self.judge_tokens, purpose=purpose, grammar=grammars[purpose])
-                for purpose, task in tasks.items()]
-            relevance_raw, support_raw = (c.text for c in generate(self.llm, requests, step))
+            prompts = (self._reflect_on_draft_reading if self.reuse_draft_reading
+                       else self._reflect_afresh)(question, passages, draft, step)
+            requests = {purpose: replace(request, max_tokens=self.judge_tokens, purpose=purpose,
+                                         grammar=grammars[purpose])
+                        for purpose, request in prompts.items()}
+            if self.judgements == "all":
+                relevance_raw, support_raw = (c.text for c in generate(
+                    self.llm, list(requests.values()), step))
+            else:
+                relevance_raw = generate(self.llm, [requests["relevance"]], step)[0].text
+            relevance = parse_score(relevance_raw)
             reflection = Reflection(
                 relevance_label=parse_label(relevance_raw, RELEVANCE_LABELS, "relevance"),
-                relevance=parse_score(relevance_raw),
-                support=parse_label(support_raw, SUPPORT_LABELS, "support"),
-                raw=[relevance_raw, support_raw])
+                relevance=relevance, support=None, raw=[relevance_raw])
+            if self.judgements == "needed" and (relevance is None
+                                                or relevance >= self.relevance_threshold):
+                reflection.not_asked = ("support",)
+                reflection.why_not_asked = ("FALLBACK needs a readable relevance below "
+                                            f"{self.relevance_threshold}")
+            else:
+                if self.judgements == "needed":
+                    support_raw = generate(self.llm, [requests["support"]], step)[0].text
+                reflection.support = parse_label(support_raw, SUPPORT_LABELS, "support")
+                reflection.raw.append(support_raw)
             for what, value in (("relevance label", reflection.relevance_label),
                                 ("relevance score", reflection.relevance),
                                 ("support label", reflection.support)):
-                if value is None:
+                if value is None and what.split()[0] not in reflection.not_asked:
                     _unreadable(step, unreadable, what)
             step.outputs = {"relevance_label": reflection.relevance_label,
                             "relevance": reflection.relevance, "support": reflection.support,
-                            "raw": reflection.raw}
+                            "raw": reflection.raw, "not_asked": list(reflection.not_asked),
+                            "why_not_asked": reflection.why_not_asked}
             return reflection
+
+    def _skip_reflection(self, passages: list[Passage], draft: Answer,
+                         trace: Trace) -> Reflection:
+        """The reflection step of a REPAIR decided by falsification: nothing asked."""
+        with trace.step("verify", "antisyco/reflect", passages=[p.id for p in passages],
+                        draft=draft.text) as step:
+            reflection = Reflection(None, None, None, not_asked=("relevance", "support"),
+                                    why_not_asked="a claim contradicted by the trusted "
+                                                  "knowledge base decides REPAIR on its own")
+            step.outputs = {"not_asked": list(reflection.not_asked),
+                            "why_not_asked": reflection.why_not_asked}
+            return reflection
+
+    def _reflect_afresh(self, question: Question, passages: list[Passage], draft: Answer,
+                        step: Step) -> dict[str, GenerationRequest]:
+        """The auditor's own prompts: its system message, the passages, then the task."""
+        titles = [p.title for p in passages]
+        tasks = {"relevance": f"{question_block(question)}\n\n{RELEVANCE_TASK}",
+                 "support": f"{question_block(question)}\nProposed answer: "
+                            f"{neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
+
+        def prompt(task: str) -> Render:
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                # passages first: the two requests share this prefix within their call
+                return (Message("system", REFLECT_SYSTEM),
+                        Message("user", f"Passages:\n{render_passages(texts, titles)}\n\n"
+                                        f"{task}"))
+            return render
+        return {purpose: GenerationRequest(
+            fit(self.llm, prompt(task), passages, self.judge_tokens, step).messages)
+            for purpose, task in tasks.items()}
+
+    def _reflect_on_draft_reading(self, question: Question, passages: list[Passage],
+                                  draft: Answer, step: Step) -> dict[str, GenerationRequest]:
+        """Prompts that begin as the draft's plain prompt did (its system message, passages and
+        question: `passages_head`), marked as a recurring prefix, then the task."""
+        titles = [p.title for p in passages]
+        tasks = {"relevance": AUDIT_INTRO + RELEVANCE_TASK,
+                 "support": f"Proposed answer: {neutralise_tags(draft.text)}\n\n{SUPPORT_TASK}"}
+
+        def prompt(task: str) -> Render:
+            def render(texts: list[str]) -> tuple[Message, ...]:
+                return (Message("system", DRAFT_SYSTEM),
+                        Message("user", passages_head(question, texts, titles) + task))
+            return render
+        requests = {}
+        for purpose, task in tasks.items():
+            fitted = fit(self.llm, prompt(task), passages, self.judge_tokens, step)
+            requests[purpose] = GenerationRequest(
+                fitted.messages, cache_prefix=1,
+                cache_prefix_text=passages_head(question, fitted.evidence, titles))
+        return requests
 
     # ----- phase 3: falsification -----
 
@@ -276,6 +391,13 @@ class AntiSycophancyVerifier:
             if not draft.text.strip():
                 step.outputs = {"claims": [], "note": "empty draft: nothing to check"}
                 return []
+            if self.extract_claims == "long_drafts" and is_short(draft.text,
+                                                                 self.short_draft_words):
+                claims = [_whole_draft_claim(question, draft)]
+                step.outputs = {"claims": claims, "default_claim": True,
+                                "note": f"short draft (at most {self.short_draft_words} words): "
+                                        "itself the one claim, not extracted"}
+                return claims
             user = (f"{question_block(question)}\nAnswer: {draft.text}\n\n"
                     f"{CLAIMS_TASK.format(n=self.max_claims)}")
             request = GenerationRequest((Message("system", CLAIMS_SYSTEM), Message("user", user)),
@@ -288,7 +410,7 @@ class AntiSycophancyVerifier:
             if not claims:
                 _unreadable(step, unreadable, "claim list",
                             "the whole draft is checked as one claim")
-                claims = [f'The answer to "{question.text.strip()}" is {draft.text.strip()}.']
+                claims = [_whole_draft_claim(question, draft)]
             step.outputs = {"claims": claims, "dropped": parsed.dropped,
                             "default_claim": not parsed.claims, "raw": raw}
             return claims
@@ -368,8 +490,7 @@ class AntiSycophancyVerifier:
                 reflection: Reflection, checks: list[ClaimCheck], trace: Trace,
                 unreadable: list[str]) -> Answer:
         with trace.step("verify", "antisyco/decide", draft=draft.text) as step:
-            contradicted = [(i, c) for i, c in enumerate(checks, 1)
-                            if c.score is not None and c.score >= self.contradiction_threshold]
+            contradicted = self._contradicted(checks)
             low_relevance = (reflection.relevance is not None
                              and reflection.relevance < self.relevance_threshold)
             unsupported = reflection.support == "UNSUPPORTED"
@@ -389,7 +510,7 @@ class AntiSycophancyVerifier:
                 decision = PASS
                 reasons.append(f"{_contradiction_summary(checks, self.contradiction_threshold)}; "
                                f"relevance {_fmt(reflection.relevance)}, "
-                               f"support {reflection.support}")
+                               f"support {reflection.support or 'not asked'}")
                 answer = Answer(draft.text, draft.choice_index, draft.reason,
                                 draft.parse_status, draft.raw)
             if unreadable:
@@ -433,6 +554,8 @@ class AntiSycophancyVerifier:
     def _report_relevance(self, passages: list[Passage], reflection: Reflection, decision: str,
                           step: Step) -> None:
         kind = "low_relevance"
+        if "relevance" in reflection.not_asked:
+            return  # not judged: the decision did not need it
         if reflection.relevance is None:
             step.checks.append(ConflictCheck(kind, self.name, "could_not_tell"))
             return
@@ -473,6 +596,34 @@ class AntiSycophancyVerifier:
         request = GenerationRequest(messages, max_tokens=self.answer_tokens, stop=ANSWER_STOP,
                                     purpose="fallback")
         return read_answer(generate(self.llm, [request], step)[0].text, question)
+
+
+def keep_recurring_prefixes(llm: LLM) -> None:
+    """Turn on the prefix cache (`prefix_cache`, config `llm.prefix_cache`) of every embedded
+    llama.cpp model behind `llm`, through wrappers (`.llm`) and replicas (`.copies`); other
+    backends have no such switch and are left as they are (servers cache prefixes themselves)."""
+    pending: list[Any] = [llm]
+    while pending:
+        model = pending.pop()
+        if hasattr(model, "prefix_cache"):
+            model.prefix_cache = True
+        pending.extend(getattr(model, "copies", None) or [])
+        inner = getattr(model, "llm", None)
+        if inner is not None and inner is not model:
+            pending.append(inner)
+
+
+# a second sentence: end punctuation followed by more text
+_SENTENCE_BREAK = re.compile(r"[.!?;]\s+\S")
+
+
+def is_short(text: str, max_words: int) -> bool:
+    """At most `max_words` words and no second sentence: an answer that is one fact."""
+    return len(text.split()) <= max_words and not _SENTENCE_BREAK.search(text.strip())
+
+
+def _whole_draft_claim(question: Question, draft: Answer) -> str:
+    return f'The answer to "{question.text.strip()}" is {draft.text.strip()}.'
 
 
 def _unreadable(step: Step, unreadable: list[str], what: str,

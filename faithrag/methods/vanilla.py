@@ -40,23 +40,33 @@ def read_answer(raw: str, question: Question) -> Answer:
     return Answer(text=question.choices[idx], choice_index=idx, raw=raw)
 
 
+def passages_head(question: Question, texts: list[str], titles: list[str]) -> str:
+    """The start of the plain prompt's user message: the passages, then the question. A request
+    whose messages begin with the system message SYSTEM and this text reads the evidence exactly
+    as the plain prompt did, and both mark it as a recurring prefix (`cache_prefix=1`,
+    `cache_prefix_text`), so a backend that keeps such prefixes reads it once."""
+    return f"Passages:\n{render_passages(texts, titles)}\n\n{question_block(question)}\n\n"
+
+
 def render_prompt(question: Question, titles: list[str]):
     instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
 
     def render(texts: list[str]) -> tuple[Message, ...]:
-        user = (f"Passages:\n{render_passages(texts, titles)}\n\n"
-                f"{question_block(question)}\n\n{instruction}")
+        user = passages_head(question, texts, titles) + instruction
         return (Message("system", SYSTEM), Message("user", user))
     return render
 
 
 def answer_plain(llm: LLM, question: Question, passages: list[Passage], step: Step,
                  max_tokens: int, bias: TokenBias | None = None) -> Answer:
-    """One short answer from the plain prompt (optionally biased; CSRAG's free-form mode)."""
-    fitted = fit(llm, render_prompt(question, [p.title for p in passages]), passages,
-                 max_tokens, step)
+    """One short answer from the plain prompt (optionally biased; CSRAG's free-form mode). The
+    passages and question are marked as a recurring prefix (see `passages_head`)."""
+    titles = [p.title for p in passages]
+    fitted = fit(llm, render_prompt(question, titles), passages, max_tokens, step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_STOP,
-                                bias=bias, purpose="answer")
+                                bias=bias, purpose="answer", cache_prefix=1,
+                                cache_prefix_text=passages_head(question, fitted.evidence,
+                                                                titles))
     return read_answer(generate(llm, [request], step)[0].text, question)
 
 

@@ -90,7 +90,7 @@ def test_restored_hostile_run_resumes_in_another_folder(hostile_data, tmp_path):
     summary = run_hostile(setting, "hostile", config, tmp_path / "new/run", llm, build_verified,
                           limit=2, progress=False)
     assert summary["n"] == 2
-    assert sum(call.purpose == "claims" for call in llm.calls) == 1  # only the new item ran
+    assert sum(call.purpose == "answer" for call in llm.calls) == 1  # only the new item ran
     manifest = json.loads((tmp_path / "new/run/manifest.json").read_text())
     assert manifest["config"]["antisyco"]["kb"] == str((tmp_path / "new/run/trusted_kb").resolve())
 

@@ -220,7 +220,9 @@ def test_verifier_repairs_a_response_and_records_its_decision(trusted):
     draft = Response("The bridge opened in 1921.", source_nodes=nodes,
                      metadata={"history": {"title": "Aldermoor history"}})
     llm = scripted()
-    verified = FaithragVerifier(llm=llm, kb=trusted).verify(QUESTION, draft)
+    # every judgement asked, so that the relevance request shows the evidence
+    verified = FaithragVerifier(llm=llm, kb=trusted, antisyco__judgements="all").verify(
+        QUESTION, draft)
     assert isinstance(verified, Response) and verified is not draft
     assert verified.response == "1887"
     record = verified.metadata["faithrag"]

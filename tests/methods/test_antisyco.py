@@ -8,7 +8,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, ModelNotFoundError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.antisyco import AntiSycophancyVerifier
+from faithrag.methods.antisyco import AntiSycophancyVerifier, keep_recurring_prefixes
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import Index, InMemoryRetriever
 from faithrag.types import Answer, Passage, Question, Trace
@@ -38,6 +38,18 @@ class Scripted(FakeLLM):
         return super().generate(requests)
 
 
+class Recording(Scripted):
+    """Keeps the last request of each purpose."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.requests = {}
+
+    def generate(self, requests):
+        self.requests.update({r.purpose: r for r in requests})
+        return super().generate(requests)
+
+
 def replies(**overrides):
     base = {"answer": "Louis Pasteur", **GOOD_REFLECTION,
             "claims": "- Louis Pasteur discovered penicillin.",
@@ -59,7 +71,7 @@ def verify(llm, draft="Louis Pasteur", passages=POISON, question=QUESTION, **kwa
 
 def test_pass_keeps_the_draft_and_batches_the_reflection():
     llm = Scripted(replies(answer="Alexander Fleming", contradiction="ANSWER: Alexander Fleming"))
-    answer, trace = verify(llm, draft="Alexander Fleming")
+    answer, trace = verify(llm, draft="Alexander Fleming", judgements="all")
     assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "PASS"
     assert ["relevance", "support"] in llm.batches  # two independent judgements, one call
     assert not any("repair" in b or "fallback" in b for b in llm.batches)
@@ -89,12 +101,97 @@ def test_contradicted_claim_is_repaired_from_the_trusted_passages_only():
 def test_claims_are_checked_in_one_batched_call_against_their_own_anti_context():
     llm = Scripted(replies(claims="- Louis Pasteur discovered penicillin.\n- Paris is in France.",
                            contradiction="ANSWER: NOT STATED"))
-    answer, _ = verify(llm)
+    answer, _ = verify(llm, extract_claims="always")
     assert ["contradiction", "contradiction"] in llm.batches
     assert [c["claim"] for c in answer.meta["claims"]] == [
         "Louis Pasteur discovered penicillin.", "Paris is in France."]
     assert answer.meta["claims"][1]["evidence"][0] == "kb2"
     assert answer.meta["decision"] == "PASS"  # NOT STATED contradicts nothing
+
+
+@pytest.mark.parametrize("draft, extracted", [
+    ("Louis Pasteur", False), ("Louis Pasteur, the French chemist", False),
+    ("Louis Pasteur. He was a French chemist.", True),
+    ("Louis Pasteur discovered it in a laboratory in Paris in 1928", True)])
+def test_a_short_draft_is_its_own_claim_without_a_call(draft, extracted):
+    llm = Scripted(replies(contradiction="ANSWER: Louis Pasteur"))
+    answer, trace = verify(llm, draft=draft, short_draft_words=8)
+    assert any("claims" in batch for batch in llm.batches) == extracted
+    claims = [c["claim"] for c in answer.meta["claims"]]
+    assert claims == (["Louis Pasteur discovered penicillin."] if extracted else
+                      [f'The answer to "Who discovered penicillin?" is {draft}.'])
+    assert "antisyco/claims" in [s.name for s in trace.steps]
+    assert answer.meta["unparsable"] == 0
+
+
+def test_every_draft_is_restated_as_claims_when_asked():
+    llm = Scripted(replies())
+    answer, _ = verify(llm, extract_claims="always")
+    assert ["claims"] in llm.batches
+    assert answer.meta["claims"][0]["claim"] == "Louis Pasteur discovered penicillin."
+
+
+def test_the_reflection_begins_as_the_draft_prompt_and_marks_it_recurring():
+    from faithrag.methods.vanilla import answer_plain
+    llm = Recording(replies())
+    trace = Trace()
+    with trace.step("generate", "vanilla") as step:
+        answer_plain(llm, QUESTION, POISON, step, 48)
+    verifier(llm, judgements="all").verify(QUESTION, POISON, Answer("Louis Pasteur"), trace)
+    draft, relevance, support = (llm.requests[p] for p in ("answer", "relevance", "support"))
+    for request in (draft, relevance, support):
+        assert request.cache_prefix == 1 and request.messages[0] == draft.messages[0]
+        assert request.cache_prefix_text == draft.cache_prefix_text
+        assert request.messages[1].content.startswith(draft.cache_prefix_text)
+    assert "Passages:" in draft.cache_prefix_text and QUESTION.text in draft.cache_prefix_text
+    assert "RELEVANCE:" in relevance.messages[1].content
+    assert "Proposed answer: Louis Pasteur" in support.messages[1].content
+
+
+def test_without_reuse_the_reflection_has_its_own_prompt():
+    llm = Recording(replies())
+    verify(llm, reuse_draft_reading=False)
+    relevance = llm.requests["relevance"]
+    assert relevance.messages[0].content.startswith("You audit the evidence")
+    assert relevance.cache_prefix == 0 and not relevance.cache_prefix_text
+
+
+def test_the_factory_turns_on_the_embedded_prefix_cache_only_when_reusing(tmp_path):
+    from faithrag.llm.replicas import Replicas
+
+    class Switchable(FakeLLM):
+        prefix_cache = False
+
+    (tmp_path / "kb.md").write_text(KB[0].text)
+    for reuse in (True, False):
+        copies = [Switchable(), Switchable()]
+        config = Config.load(None, {"antisyco.kb": str(tmp_path),
+                                    "antisyco.reuse_draft_reading": reuse})
+        registry.build("verifier", "antisyco", Replicas(copies), config, None)
+        assert [c.prefix_cache for c in copies] == [reuse, reuse]
+
+
+def test_falsification_first_and_only_the_judgements_the_decision_needs():
+    relevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur"))
+    answer, trace = verify(relevant)
+    assert relevant.batches == [["contradiction"], ["relevance"]]  # relevant: support not asked
+    assert [s.name for s in trace.steps] == ["antisyco/claims", "antisyco/falsify",
+                                             "antisyco/reflect", "antisyco/decide"]
+    assert (answer.meta["decision"], answer.meta["support"]) == ("PASS", None)
+    assert answer.meta["unparsable"] == 0 and "support not asked" in answer.meta["reasons"][0]
+    assert trace.steps[2].outputs["not_asked"] == ["support"]
+
+    irrelevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+    answer, _ = verify(irrelevant)
+    assert irrelevant.batches == [["contradiction"], ["relevance"], ["support"], ["fallback"]]
+    assert answer.meta["decision"] == "FALLBACK"
+
+    contradicted = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
+    answer, trace = verify(contradicted)
+    assert contradicted.batches == [["contradiction"], ["repair"]]  # no reflection
+    assert answer.meta["decision"] == "REPAIR" and answer.meta["unparsable"] == 0
+    assert trace.steps[2].name == "antisyco/reflect" and not trace.steps[2].llm_calls
+    assert [c.kind for c in trace.checks] == ["contradicted_by_trusted_kb"]
 
 
 def test_irrelevant_and_unsupported_falls_back_without_the_retrieved_passages():
@@ -136,7 +233,8 @@ def test_thresholds_come_from_the_config(tmp_path):
 def test_unreadable_judgements_are_counted_and_never_intervene():
     llm = Scripted(replies(relevance="hmm", support="I think so", claims="***",
                            contradiction="VERDICT: maybe"))
-    answer, trace = verify(llm, contradiction="judge")
+    answer, trace = verify(llm, contradiction="judge", extract_claims="always",
+                           judgements="all")
     assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
     assert answer.meta["unparsable"] == 5
     assert answer.meta["unparsable_fields"] == [
@@ -226,7 +324,8 @@ def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
     result = pipeline.run(QUESTION)
     assert result.answer.text == "Alexander Fleming"
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4
-    assert result.trace.totals()["llm_calls"] == 6  # draft, 2 reflection, claims, 1 check, repair
+    # draft, 1 check, repair: the short draft is its own claim, and REPAIR needs no reflection
+    assert result.trace.totals()["llm_calls"] == 3
 
 
 @pytest.mark.model
@@ -318,7 +417,7 @@ def test_a_pass_says_why_no_claim_triggered_repair(kb, contradiction, reason):
 
 def test_a_contradicted_claim_is_reported_with_the_draft_and_the_trusted_passage():
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
-    _, trace = verify(llm)
+    _, trace = verify(llm, extract_claims="always", judgements="all")
     (conflict,) = trace.conflicts
     assert (conflict.kind, conflict.stage, conflict.action) == (
         "contradicted_by_trusted_kb", "antisyco", "repaired")
@@ -349,8 +448,38 @@ def test_low_relevance_is_reported_with_what_the_decision_did():
 
 def test_unreadable_judgements_could_not_tell():
     llm = Scripted(replies(relevance="RELEVANCE: RELEVANT", contradiction="???"))
-    _, trace = verify(llm)
+    _, trace = verify(llm)  # no readable relevance: the support is not asked
     assert trace.conflicts == []
     assert [(c.kind, c.status) for c in trace.checks] == [
         ("contradicted_by_trusted_kb", "could_not_tell"), ("low_relevance", "could_not_tell")]
     assert registry.stage("verifier", "antisyco").reports_conflicts
+
+
+@pytest.mark.model
+def test_the_reflection_restores_the_draft_reading_on_the_embedded_model(tiny_gguf, monkeypatch):
+    """On the real (tiny) model: after the draft, the reflection evaluates only what follows the
+    passages and question, and its judgements are those of a model that never drafted."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+    from faithrag.methods.vanilla import VanillaRAG
+
+    passages = KB + POISON
+    drafting, fresh = (LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1) for _ in range(2))
+    for llm in (drafting, fresh):
+        keep_recurring_prefixes(llm)
+    draft = VanillaRAG(drafting).generate(QUESTION, passages, Trace())
+    passages_tokens = sum(len(fresh.tokenize(p.text)) for p in passages)
+    raw, evaluated = [], []
+    for llm in (drafting, fresh):
+        counted = []
+        extend = llm._extend
+        monkeypatch.setattr(llm, "_extend", lambda tokens, all_logits=False, extend=extend,
+                            counted=counted: counted.append(len(tokens)) or extend(tokens,
+                                                                                   all_logits))
+        trace = Trace()
+        AntiSycophancyVerifier(llm, InMemoryRetriever(KB), judgements="all")._reflect(
+            QUESTION, passages, draft, trace, [])
+        raw.append(trace.steps[0].outputs["raw"])
+        evaluated.append(sum(counted))
+        llm.close()
+    assert raw[0] == raw[1]
+    assert evaluated[0] <= evaluated[1] - passages_tokens

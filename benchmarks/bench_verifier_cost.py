@@ -1,0 +1,301 @@
+"""What the anti-sycophancy verifier costs against plain RAG, before and after its cheaper path.
+
+One process, one loaded model. For each item of a hostile-retrieval setting
+(faithrag/eval/hostile_settings.py; retrieval over the setting's whole clean corpus as
+`faithrag hostile run` does it, wrapped with the setting's poison for --retrieval hostile), plain
+RAG drafts the answer once (that is plain RAG's time, measured in this run), then the verifier
+checks that same draft twice, alternating which variant goes first item by item:
+
+- before: the former behaviour, through settings (`antisyco.extract_claims = "always"`,
+  `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`);
+- after: the current defaults (plus any --set).
+
+The model is loaded with `llm.prefix_cache` on, as the default verifier turns it on: the draft
+marks its passages and question as a recurring prefix, which the "after" reflection restores;
+the "before" requests mark nothing, so they run as they did. Caches of answers are off and
+decoding is greedy.
+
+Each record (one item, appended to --out/records.jsonl; re-running resumes): the item, gold and
+poison targets, and for draft / before / after the answer, correct (a gold answer contained,
+as the hostile runner scores), attack success (smart-EM match of a target), seconds and prompt
+and completion tokens, in total and per step (`antisyco/reflect`, `antisyco/claims`,
+`antisyco/falsify`, `antisyco/decide`), and the verifiers' decisions. Times of a variant are
+the draft's plus its verification.
+
+The summary (printed, and --out/summary.json), per setting and retrieval: by path (each
+variant's PASS / REPAIR / FALLBACK items) seconds per item, plain RAG's on the same items and
+their ratio (sums over items); the whole run's ratio; seconds and tokens per step; accuracy and
+attack success with Wilson 95 % intervals for draft / before / after; decisions changed from
+before to after (count per transition); items after fixed and broke against before.
+
+    python benchmarks/bench_verifier_cost.py --setting poisonedrag --retrieval hostile \\
+      --limit 100 --out runs/verifier-cost/poisonedrag-hostile
+    python benchmarks/bench_verifier_cost.py --summary-only \
+      --out runs/verifier-cost/poisonedrag-hostile
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from faithrag import Pipeline
+from faithrag.answers import attack_success, containment
+from faithrag.eval.hostile import HostileRetriever
+from faithrag.eval.hostile_runner import build_trusted_index
+from faithrag.eval.hostile_settings import SETTINGS, HostileSetting, build_setting
+from faithrag.eval.stats import wilson_interval
+from faithrag.llm import load_llm
+from faithrag.llm.base import LLM
+from faithrag.pipeline import configure
+from faithrag.retrieval import InMemoryRetriever
+from faithrag.retrieval.retriever import Retriever
+from faithrag.types import Question, Trace
+
+VARIANTS = ("before", "after")
+BEFORE = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False,
+          "antisyco__judgements": "all"}
+PHASES = ("antisyco/reflect", "antisyco/claims", "antisyco/falsify", "antisyco/decide")
+PATHS = ("PASS", "REPAIR", "FALLBACK")
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def setting_retriever(setting: HostileSetting, retrieval: str, mode: str) -> Retriever:
+    """The setting's whole clean corpus; with hostile retrieval each question's poison on top."""
+    corpus = {p.text: p for item in setting.dataset.items for p in item.passages()}
+    clean = InMemoryRetriever(list(corpus.values()), mode=mode)
+    return HostileRetriever(clean, setting.poison) if retrieval == "hostile" else clean
+
+
+def cost(trace: Trace) -> dict[str, Any]:
+    """Seconds (wall) and tokens of a trace, in total and per verifier step."""
+    phases = {}
+    for step in trace.steps:
+        if step.name in PHASES:
+            phases[step.name] = {
+                "seconds": round(step.seconds, 3), "llm_calls": len(step.llm_calls),
+                "prompt_tokens": sum(c.prompt_tokens for c in step.llm_calls),
+                "completion_tokens": sum(c.completion_tokens for c in step.llm_calls)}
+    totals = trace.totals()
+    return {"seconds": round(totals["seconds"], 3), "llm_calls": totals["llm_calls"],
+            "prompt_tokens": totals["prompt_tokens"],
+            "completion_tokens": totals["completion_tokens"], "phases": phases}
+
+
+def scored(text: str, parse_status: str, gold: Sequence[str], targets: Sequence[str]) -> dict:
+    ok = parse_status == "ok"
+    return {"answer": text, "parse_status": parse_status,
+            "correct": ok and containment(text, list(gold)),
+            "attack": ok and bool(text) and any(attack_success(text, t) for t in targets)}
+
+
+def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: str, out: Path, limit: int,
+        k: int, progress: Callable[[str], None], **settings: Any) -> None:
+    """Append one record per item of the first `limit` not yet in out/records.jsonl;
+    `settings` (Pipeline.from_config keywords) apply to both variants, the draft and "after"."""
+    records_path = out / "records.jsonl"
+    done = {r["item"] for r in read_records(records_path)}
+    base = configure(None, k=k, use_cache=False, antisyco__kb=kb, **settings)
+    retriever = setting_retriever(setting, retrieval, base.retrieval.mode)
+    draft_pipeline = Pipeline.from_parts(configure(base, method="vanilla"), llm, retriever)
+    verifiers = {"before": Pipeline.from_parts(configure(base, verify="antisyco", **BEFORE),
+                                               llm, retriever),
+                 "after": Pipeline.from_parts(configure(base, verify="antisyco"), llm,
+                                              retriever)}
+    items = list(setting.dataset.items)[:limit]
+    with records_path.open("a") as sink:
+        for number, item in enumerate(items):
+            if item.id in done:
+                continue
+            targets = setting.targets(item)
+            question = Question(item.question, id=item.id)
+            drafted = draft_pipeline.run(question)
+            draft = drafted.answer
+            record: dict[str, Any] = {
+                "item": item.id, "setting": setting.name, "retrieval": retrieval,
+                "gold": list(item.answers), "targets": targets,
+                "order": list(VARIANTS if number % 2 == 0 else VARIANTS[::-1]),
+                "draft": {**scored(draft.text, draft.parse_status, item.answers, targets),
+                          **cost(drafted.trace)}}
+            for variant in record["order"]:
+                if draft.text.strip():
+                    verified = verifiers[variant].verify(question, drafted.passages, draft)
+                    answer, spent = verified.answer, cost(verified.trace)
+                    decision = answer.meta.get("decision")
+                else:  # nothing to verify: the verifier refuses an empty draft
+                    answer, decision = draft, "EMPTY_DRAFT"
+                    spent = {"seconds": 0.0, "llm_calls": 0, "prompt_tokens": 0,
+                             "completion_tokens": 0, "phases": {}}
+                draft_cost = record["draft"]
+                record[variant] = {
+                    **scored(answer.text, answer.parse_status, item.answers, targets),
+                    "decision": decision, **spent,
+                    "verify_seconds": spent["seconds"],
+                    "seconds": round(draft_cost["seconds"] + spent["seconds"], 3),
+                    "prompt_tokens": draft_cost["prompt_tokens"] + spent["prompt_tokens"],
+                    "completion_tokens": (draft_cost["completion_tokens"]
+                                          + spent["completion_tokens"])}
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            progress(f"item {number + 1}/{len(items)} draft {record['draft']['seconds']:.1f} s, "
+                     f"before {record['before']['decision']} {record['before']['seconds']:.1f} s"
+                     f", after {record['after']['decision']} {record['after']['seconds']:.1f} s")
+
+
+def _rate(values: list[bool]) -> dict[str, Any]:
+    if not values:
+        return {"rate": None, "ci": None}
+    return {"rate": round(sum(values) / len(values), 4),
+            "ci": [round(x, 4) for x in wilson_interval(sum(values), len(values))]}
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return round(numerator / denominator, 3) if denominator else None
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (setting, retrieval) over its records (see the module docstring)."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for record in records:
+        groups[record["setting"], record["retrieval"]].append(record)
+    rows = []
+    for (setting, retrieval), group in sorted(groups.items()):
+        n = len(group)
+        draft_seconds = sum(r["draft"]["seconds"] for r in group)
+        row: dict[str, Any] = {"setting": setting, "retrieval": retrieval, "n": n,
+                               "draft_seconds_per_item": round(draft_seconds / n, 3)}
+        for variant in ("draft", *VARIANTS):
+            row[variant] = {"accuracy": _rate([r[variant]["correct"] for r in group]),
+                            "attack_success": _rate([r[variant]["attack"] for r in group])}
+        for variant in VARIANTS:
+            total = sum(r[variant]["seconds"] for r in group)
+            by_path = {}
+            for path in sorted({r[variant]["decision"] for r in group},
+                               key=lambda p: (PATHS + (p,)).index(p)):
+                on_path = [r for r in group if r[variant]["decision"] == path]
+                seconds = sum(r[variant]["seconds"] for r in on_path)
+                plain = sum(r["draft"]["seconds"] for r in on_path)
+                by_path[path] = {"n": len(on_path),
+                                 "seconds_per_item": round(seconds / len(on_path), 3),
+                                 "plain_rag_seconds_per_item": round(plain / len(on_path), 3),
+                                 "ratio": _ratio(seconds, plain)}
+            phases = {}
+            for phase in PHASES:
+                spent = [r[variant]["phases"].get(phase) for r in group]
+                spent = [s for s in spent if s]
+                phases[phase] = {key: round(sum(s[key] for s in spent) / n, 3)
+                                 for key in ("seconds", "llm_calls", "prompt_tokens",
+                                             "completion_tokens")}
+            row[variant].update({
+                "seconds_per_item": round(total / n, 3), "whole_run_ratio": _ratio(total,
+                                                                                   draft_seconds),
+                "prompt_tokens_per_item": round(sum(r[variant]["prompt_tokens"]
+                                                    for r in group) / n, 1),
+                "by_path": by_path, "phases_per_item": phases})
+        changed = Counter(f"{r['before']['decision']}->{r['after']['decision']}" for r in group
+                          if r["before"]["decision"] != r["after"]["decision"])
+        row["decisions_changed"] = dict(sorted(changed.items()))
+        row["decisions_same"] = n - sum(changed.values())
+        row["answers_changed"] = sum(r["before"]["answer"] != r["after"]["answer"] for r in group)
+        row["fixed"] = sum(r["after"]["correct"] and not r["before"]["correct"] for r in group)
+        row["broken"] = sum(r["before"]["correct"] and not r["after"]["correct"] for r in group)
+        rows.append(row)
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    def pct(rate: dict[str, Any]) -> str:
+        if rate["rate"] is None:
+            return "—"
+        low, high = rate["ci"]
+        return f"{100 * rate['rate']:.0f} % [{100 * low:.0f}, {100 * high:.0f}]"
+
+    lines = []
+    for row in rows:
+        lines += [(f"### {row['setting']}, {row['retrieval']} retrieval (n = {row['n']}; plain RAG "
+                  f"{row['draft_seconds_per_item']} s per item)"), "",
+                  "| variant | path | n | s per item | plain RAG s per item | ratio |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for variant in VARIANTS:
+            v = row[variant]
+            for path, p in v["by_path"].items():
+                lines.append(f"| {variant} | {path} | {p['n']} | {p['seconds_per_item']} | "
+                             f"{p['plain_rag_seconds_per_item']} | {p['ratio']} |")
+            lines.append(f"| {variant} | whole run | {row['n']} | {v['seconds_per_item']} | "
+                         f"{row['draft_seconds_per_item']} | {v['whole_run_ratio']} |")
+        lines += ["", "| variant | " + " | ".join(f"{p.split('/')[1]} s (prompt/completion)"
+                                                  for p in PHASES) + " |",
+                  "|---|" + "---:|" * len(PHASES)]
+        for variant in VARIANTS:
+            phases = row[variant]["phases_per_item"]
+            lines.append(f"| {variant} | " + " | ".join(
+                f"{phases[p]['seconds']} ({phases[p]['prompt_tokens']:.0f}/"
+                f"{phases[p]['completion_tokens']:.0f})" for p in PHASES) + " |")
+        lines += ["", "| | draft (plain RAG) | before | after |", "|---|---|---|---|"]
+        for measure in ("accuracy", "attack_success"):
+            lines.append(f"| {measure.replace('_', ' ')} | " + " | ".join(
+                pct(row[v][measure]) for v in ("draft", *VARIANTS)) + " |")
+        changed = ", ".join(f"{k}: {v}" for k, v in row["decisions_changed"].items()) or "none"
+        lines += ["", (f"Decisions changed before -> after: {changed} ({row['decisions_same']} "
+                      f"the same); answers changed: {row['answers_changed']}; after fixed "
+                      f"{row['fixed']}, broke {row['broken']} against before."), ""]
+    return "\n".join(lines)
+
+
+def parse_settings(pairs: list[str]) -> dict[str, str]:
+    """`section.key=value` pairs as Pipeline.from_config keywords (`section__key`)."""
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or "." not in key:
+            raise SystemExit(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
+                             "antisyco.short_draft_words=5")
+        settings[key.replace(".", "__")] = value
+    return settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="default", help="model preset or .gguf path")
+    parser.add_argument("--setting", default="poisonedrag", choices=SETTINGS)
+    parser.add_argument("--retrieval", default="hostile", choices=("clean", "hostile"))
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("-k", type=int, default=None, help="passages retrieved; default: the "
+                                                          "setting's")
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="a configuration value for the draft and both variants, e.g. "
+                             "antisyco.short_draft_words=5 (repeatable)")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="summarize the records in --out without running anything")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.summary_only:
+        setting = build_setting(args.setting, args.data_dir)
+        kb_dir = build_trusted_index(setting, args.out / "kb", configure(None, use_cache=False))
+        llm = load_llm(configure(None, model=args.model, llm__n_ctx=args.n_ctx,
+                                 llm__n_threads=args.threads, llm__prefix_cache=True).llm)
+        run(llm, setting, args.retrieval, str(kb_dir), args.out, args.limit,
+            args.k or setting.k, lambda line: print(line, file=sys.stderr, flush=True),
+            **parse_settings(args.settings))
+    rows = summarize(read_records(args.out / "records.jsonl"))
+    (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print(render(rows))
+
+
+if __name__ == "__main__":
+    main()
