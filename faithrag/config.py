@@ -289,9 +289,9 @@ class AntisycoConfig(_Strict):
     """the most words of a draft checked as one claim without extraction"""
     reuse_draft_reading: bool = True
     """the reflection requests begin as the plain draft prompt does (its system message, the
-    passages, the question) and mark that as a recurring prefix, and the verifier turns on the
-    embedded model's prefix cache (llm.prefix_cache), so the passages the draft read are not
-    read again; false: the reflection's own auditing prompt, read in full"""
+    passages, the question) and keep it between calls as the draft does, so the embedded model
+    restores the draft's reading of the passages instead of reading them again; false: the
+    reflection's own auditing prompt, read in full"""
     judgements: Literal["needed", "all"] = "needed"
     """"needed": falsification first, and only the judgements the decision needs (no reflection
     after a contradicted claim; the draft's support only when relevance is below

@@ -91,6 +91,11 @@ class GenerationRequest:
     # and the leading text of the message after them that recurs as well (e.g. the question and
     # passages, when only the instruction that follows them changes from call to call)
     cache_prefix_text: str = ""
+    # keep that recurring prefix between calls even when the backend's prefix cache is off
+    # (llama.cpp: the prefix is evaluated on its own and snapshotted, so the result is still a
+    # function of the request): for a prompt head that a later request will read again, such
+    # as the plain answer prompt's passages, which the verifier's reflection re-reads
+    keep_prefix: bool = False
     # the structure the reply must have, at most one of the two: a JSON schema (a dict; the
     # subset that llama.cpp's converter and OpenAI-compatible servers take: object, properties,
     # required, enum, string maxLength/pattern, array maxItems, number, integer, boolean) or a

@@ -305,8 +305,9 @@ class LlamaCppLLM:
 
     def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
         """How many leading tokens of `prompt` are the request's recurring messages and text (0
-        when the prefix cache is off or nothing recurs); at least the last token stays outside."""
-        if not self.prefix_cache:
+        when neither the prefix cache nor the request's `keep_prefix` asks for it, or nothing
+        recurs); at least the last token stays outside."""
+        if not (self.prefix_cache or request.keep_prefix):
             return 0
         recurring = list(request.messages[:request.cache_prefix])
         if request.cache_prefix_text:

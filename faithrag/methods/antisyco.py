@@ -8,10 +8,10 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    a score 0-1), and do they support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With
    `reuse_draft_reading` (default) both requests begin exactly as the plain draft prompt
    (faithrag.methods.vanilla: its system message, the passages, the question) and mark that as
-   a recurring prefix; the verifier turns on the embedded model's prefix cache, so the
-   keys/values the draft computed for the passages are restored instead of computed again (each
-   call's results remain a function of its arguments: the prefix is always evaluated on its
-   own). Otherwise they have the auditor's own system message and the passages are read again.
+   a prefix to keep between calls (`GenerationRequest.keep_prefix`, as the draft does), so the
+   embedded backend restores the keys/values the draft computed for the passages instead of
+   computing them again (each call's results remain a function of its arguments: the prefix
+   is always evaluated on its own, whatever ran before). Otherwise they have the auditor's own system message and the passages are read again.
 3. Falsification: the draft is restated as at most `max_claims` self-contained claims; a short
    draft (at most `short_draft_words` words, no second sentence) is one fact and is itself the
    one claim, 'The answer to "<question>" is <draft>.', without a call (`extract_claims =
@@ -240,12 +240,9 @@ class AntiSycophancyVerifier:
     def from_config(cls, llm: LLM, config: Config,
                     retriever: Retriever | None = None) -> AntiSycophancyVerifier:
         """The verifier with `config.antisyco`; its knowledge base is `antisyco.kb`, which must
-        not be the pipeline's own `retriever`. With `antisyco.reuse_draft_reading` it turns on
-        the prefix cache of the embedded models behind `llm` (see `keep_recurring_prefixes`)."""
+        not be the pipeline's own `retriever`."""
         require_knowledge_base(config)
         settings = config.antisyco
-        if settings.reuse_draft_reading:
-            keep_recurring_prefixes(llm)
         kb = open_knowledge_base(settings.kb, mode=config.retrieval.mode,
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
@@ -379,7 +376,7 @@ class AntiSycophancyVerifier:
         for purpose, task in tasks.items():
             fitted = fit(self.llm, prompt(task), passages, self.judge_tokens, step)
             requests[purpose] = GenerationRequest(
-                fitted.messages, cache_prefix=1,
+                fitted.messages, cache_prefix=1, keep_prefix=True,
                 cache_prefix_text=passages_head(question, fitted.evidence, titles))
         return requests
 
@@ -596,21 +593,6 @@ class AntiSycophancyVerifier:
         request = GenerationRequest(messages, max_tokens=self.answer_tokens, stop=ANSWER_STOP,
                                     purpose="fallback")
         return read_answer(generate(self.llm, [request], step)[0].text, question)
-
-
-def keep_recurring_prefixes(llm: LLM) -> None:
-    """Turn on the prefix cache (`prefix_cache`, config `llm.prefix_cache`) of every embedded
-    llama.cpp model behind `llm`, through wrappers (`.llm`) and replicas (`.copies`); other
-    backends have no such switch and are left as they are (servers cache prefixes themselves)."""
-    pending: list[Any] = [llm]
-    while pending:
-        model = pending.pop()
-        if hasattr(model, "prefix_cache"):
-            model.prefix_cache = True
-        pending.extend(getattr(model, "copies", None) or [])
-        inner = getattr(model, "llm", None)
-        if inner is not None and inner is not model:
-            pending.append(inner)
 
 
 # a second sentence: end punctuation followed by more text

@@ -64,7 +64,7 @@ def answer_plain(llm: LLM, question: Question, passages: list[Passage], step: St
     titles = [p.title for p in passages]
     fitted = fit(llm, render_prompt(question, titles), passages, max_tokens, step)
     request = GenerationRequest(fitted.messages, max_tokens=max_tokens, stop=ANSWER_STOP,
-                                bias=bias, purpose="answer", cache_prefix=1,
+                                bias=bias, purpose="answer", cache_prefix=1, keep_prefix=True,
                                 cache_prefix_text=passages_head(question, fitted.evidence,
                                                                 titles))
     return read_answer(generate(llm, [request], step)[0].text, question)

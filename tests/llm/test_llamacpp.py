@@ -469,6 +469,24 @@ def test_cache_prefix_is_ignored_without_the_prefix_cache(llm, monkeypatch):
     assert not llm._snapshots
 
 
+@pytest.mark.model
+def test_a_request_can_keep_its_prefix_without_the_prefix_cache(llm, tiny_gguf, monkeypatch):
+    """The head that a later call reads again is restored, with the result of a fresh model."""
+    where, when = (replace(passage_request(task), keep_prefix=True)
+                   for task in ("Where is it?", "When was it completed?"))
+    llm.generate([where])
+    counts = count_evaluated(llm, monkeypatch)
+    [warm] = llm.generate([when])
+    assert counts[0] < llm.count_chat_tokens(when.messages) // 2  # the passage was restored
+    fresh = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1)
+    try:
+        [cold] = fresh.generate([when])
+    finally:
+        fresh.close()
+    assert (warm.text, warm.token_logprobs) == (cold.text, cold.token_logprobs)
+    llm._snapshots.clear()
+
+
 # ------------------------------------------------------------------------- prompt-lookup drafts
 
 PASSAGE = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres "

@@ -8,7 +8,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError, ModelNotFoundError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.antisyco import AntiSycophancyVerifier, keep_recurring_prefixes
+from faithrag.methods.antisyco import AntiSycophancyVerifier
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import Index, InMemoryRetriever
 from faithrag.types import Answer, Passage, Question, Trace
@@ -141,7 +141,7 @@ def test_the_reflection_begins_as_the_draft_prompt_and_marks_it_recurring():
     draft, relevance, support = (llm.requests[p] for p in ("answer", "relevance", "support"))
     for request in (draft, relevance, support):
         assert request.cache_prefix == 1 and request.messages[0] == draft.messages[0]
-        assert request.cache_prefix_text == draft.cache_prefix_text
+        assert request.keep_prefix and request.cache_prefix_text == draft.cache_prefix_text
         assert request.messages[1].content.startswith(draft.cache_prefix_text)
     assert "Passages:" in draft.cache_prefix_text and QUESTION.text in draft.cache_prefix_text
     assert "RELEVANCE:" in relevance.messages[1].content
@@ -154,21 +154,7 @@ def test_without_reuse_the_reflection_has_its_own_prompt():
     relevance = llm.requests["relevance"]
     assert relevance.messages[0].content.startswith("You audit the evidence")
     assert relevance.cache_prefix == 0 and not relevance.cache_prefix_text
-
-
-def test_the_factory_turns_on_the_embedded_prefix_cache_only_when_reusing(tmp_path):
-    from faithrag.llm.replicas import Replicas
-
-    class Switchable(FakeLLM):
-        prefix_cache = False
-
-    (tmp_path / "kb.md").write_text(KB[0].text)
-    for reuse in (True, False):
-        copies = [Switchable(), Switchable()]
-        config = Config.load(None, {"antisyco.kb": str(tmp_path),
-                                    "antisyco.reuse_draft_reading": reuse})
-        registry.build("verifier", "antisyco", Replicas(copies), config, None)
-        assert [c.prefix_cache for c in copies] == [reuse, reuse]
+    assert not relevance.keep_prefix
 
 
 def test_falsification_first_and_only_the_judgements_the_decision_needs():
@@ -464,8 +450,6 @@ def test_the_reflection_restores_the_draft_reading_on_the_embedded_model(tiny_gg
 
     passages = KB + POISON
     drafting, fresh = (LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1) for _ in range(2))
-    for llm in (drafting, fresh):
-        keep_recurring_prefixes(llm)
     draft = VanillaRAG(drafting).generate(QUESTION, passages, Trace())
     passages_tokens = sum(len(fresh.tokenize(p.text)) for p in passages)
     raw, evaluated = [], []
