@@ -11,7 +11,8 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    a prefix to keep between calls (`GenerationRequest.keep_prefix`, as the draft does), so the
    embedded backend restores the keys/values the draft computed for the passages instead of
    computing them again (each call's results remain a function of its arguments: the prefix
-   is always evaluated on its own, whatever ran before). Otherwise they have the auditor's own system message and the passages are read again.
+   is always evaluated on its own, whatever ran before). Otherwise they have the auditor's own
+   system message and the passages are read again.
 3. Falsification: the draft is restated as at most `max_claims` self-contained claims; a short
    draft (at most `short_draft_words` words, no second sentence) is one fact and is itself the
    one claim, 'The answer to "<question>" is <draft>.', without a call (`extract_claims =
