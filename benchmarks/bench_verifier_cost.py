@@ -10,10 +10,9 @@ checks that same draft twice, alternating which variant goes first item by item:
   `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`);
 - after: the current defaults (plus any --set).
 
-The model is loaded with `llm.prefix_cache` on, as the default verifier turns it on: the draft
-marks its passages and question as a recurring prefix, which the "after" reflection restores;
-the "before" requests mark nothing, so they run as they did. Caches of answers are off and
-decoding is greedy.
+The draft keeps its passages and question as a prefix between calls (as plain RAG always does),
+which the "after" reflection restores; the "before" requests mark nothing, so they run as they
+did. Caches of answers are off and decoding is greedy.
 
 Each record (one item, appended to --out/records.jsonl; re-running resumes): the item, gold and
 poison targets, and for draft / before / after the answer, correct (a gold answer contained,
@@ -288,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
         setting = build_setting(args.setting, args.data_dir)
         kb_dir = build_trusted_index(setting, args.out / "kb", configure(None, use_cache=False))
         llm = load_llm(configure(None, model=args.model, llm__n_ctx=args.n_ctx,
-                                 llm__n_threads=args.threads, llm__prefix_cache=True).llm)
+                                 llm__n_threads=args.threads).llm)
         run(llm, setting, args.retrieval, str(kb_dir), args.out, args.limit,
             args.k or setting.k, lambda line: print(line, file=sys.stderr, flush=True),
             **parse_settings(args.settings))
