@@ -27,8 +27,9 @@ poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisoned
             question's poison on top (HostileRetriever). Positive: hostile; negative: clean.
             Flag: any check; a second row leaves `low_relevance` out (clean retrieval of a
             PoisonedRAG question without clean evidence finds unrelated passages).
-surface     RAMDocs answered three ways on the same items: plain RAG (vanilla), detect +
-            on_conflict=resolve, detect + on_conflict=surface. Strict criterion (RAMDocs'):
+surface     RAMDocs answered three ways on the same items: plain RAG (vanilla); resolve: the
+            stage that resolves passage conflicts today (crossval re-ranking) with detect and
+            on_conflict=resolve; detect + on_conflict=surface. Strict criterion (RAMDocs'):
             the answer contains every gold answer and no wrong answer (SQuAD-normalised token
             containment, faithrag.answers.containment); wrong answers are the misinfo
             documents' `doc_answer`s that are not also a gold answer.
@@ -84,7 +85,8 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 WAYS: dict[str, dict[str, str]] = {
     "plain": {"method": "vanilla"},
-    "resolve": {"method": "vanilla", "detect": "conflicts", "on_conflict": "resolve"},
+    "resolve": {"method": "vanilla", "rerank": "crossval", "detect": "conflicts",
+                "on_conflict": "resolve"},
     "surface": {"method": "vanilla", "detect": "conflicts", "on_conflict": "surface"},
 }
 DETECT = {"method": "vanilla", "detect": "conflicts"}
