@@ -46,6 +46,7 @@ from faithrag.answers import normalize_answer
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import HostileSetting, build_setting
+from faithrag.cli.common import parse_set_options
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.llm.models import resolve_model
@@ -246,19 +247,6 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_settings(pairs: list[str]) -> dict[str, str]:
-    """`section.key=value` pairs as Pipeline.from_config keywords (`section__key`); values are
-    validated with the configuration."""
-    settings = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or "." not in key:
-            raise SystemExit(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
-                             "csrag.enhance_context=false")
-        settings[key.replace(".", "__")] = value
-    return settings
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="model preset or .gguf path")
@@ -291,7 +279,8 @@ def main(argv: list[str] | None = None) -> None:
             run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
                 lambda line: print(line, file=sys.stderr, flush=True),
-                **parse_settings(args.settings))
+                **{key.replace(".", "__"): value
+               for key, value in parse_set_options(args.settings).items()})
     rows = summarize(read_records(args.out / "records.jsonl"))
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(render(rows))

@@ -49,6 +49,7 @@ from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import SETTINGS, HostileSetting, build_setting
 from faithrag.eval.stats import wilson_interval
+from faithrag.cli.common import parse_set_options
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.pipeline import configure
@@ -251,18 +252,6 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_settings(pairs: list[str]) -> dict[str, str]:
-    """`section.key=value` pairs as Pipeline.from_config keywords (`section__key`)."""
-    settings = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or "." not in key:
-            raise SystemExit(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
-                             "antisyco.short_draft_words=5")
-        settings[key.replace(".", "__")] = value
-    return settings
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="model preset or .gguf path")
@@ -290,7 +279,8 @@ def main(argv: list[str] | None = None) -> None:
                                  llm__n_threads=args.threads).llm)
         run(llm, setting, args.retrieval, str(kb_dir), args.out, args.limit,
             args.k or setting.k, lambda line: print(line, file=sys.stderr, flush=True),
-            **parse_settings(args.settings))
+            **{key.replace(".", "__"): value
+               for key, value in parse_set_options(args.settings).items()})
     rows = summarize(read_records(args.out / "records.jsonl"))
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(render(rows))
