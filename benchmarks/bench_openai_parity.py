@@ -43,10 +43,10 @@ import httpx
 
 from faithrag import FaithragError, Pipeline
 from faithrag.answers import normalize_answer
+from faithrag.cli.common import parse_set_options
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import HostileSetting, build_setting
-from faithrag.cli.common import parse_set_options
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.llm.models import resolve_model

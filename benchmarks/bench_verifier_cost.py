@@ -45,11 +45,11 @@ from typing import Any
 
 from faithrag import Pipeline
 from faithrag.answers import attack_success, containment
+from faithrag.cli.common import parse_set_options
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import SETTINGS, HostileSetting, build_setting
 from faithrag.eval.stats import wilson_interval
-from faithrag.cli.common import parse_set_options
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.pipeline import configure
