@@ -208,8 +208,7 @@ def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:
 def poisoning_cases(setting_name: str, limit: int, data_dir: str | None) -> list[Case]:
     """Per question of the hostile setting: its hostile top-k (1) and its clean top-k (0)."""
     setting = build_setting(setting_name, data_dir)
-    corpus = {p.text: p for item in setting.dataset.items for p in item.passages()}
-    clean = InMemoryRetriever(list(corpus.values()), mode="bm25")
+    clean = InMemoryRetriever(setting.dataset.corpus(), mode="bm25")
     hostile = HostileRetriever(clean, setting.poison)
     cases = []
     for item in setting.dataset.items[:limit]:

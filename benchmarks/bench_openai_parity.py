@@ -157,8 +157,7 @@ def setting_cases(setting: HostileSetting, limit: int) -> list[Case]:
 
 def setting_retriever(setting: HostileSetting) -> HostileRetriever:
     """BM25 over the setting's clean corpus, with each question's poison put on top."""
-    corpus = {p.text: p for item in setting.dataset.items for p in item.passages()}
-    return HostileRetriever(InMemoryRetriever(list(corpus.values()), mode="bm25"),
+    return HostileRetriever(InMemoryRetriever(setting.dataset.corpus(), mode="bm25"),
                             setting.poison)
 
 

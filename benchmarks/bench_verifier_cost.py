@@ -72,8 +72,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 def setting_retriever(setting: HostileSetting, retrieval: str, mode: str) -> Retriever:
     """The setting's whole clean corpus; with hostile retrieval each question's poison on top."""
-    corpus = {p.text: p for item in setting.dataset.items for p in item.passages()}
-    clean = InMemoryRetriever(list(corpus.values()), mode=mode)
+    clean = InMemoryRetriever(setting.dataset.corpus(), mode=mode)
     return HostileRetriever(clean, setting.poison) if retrieval == "hostile" else clean
 
 

@@ -39,7 +39,7 @@ def measure(name: str, limit: int, data_dir: str | None, kb_dir: Path) -> dict:
     setting = build_setting(name, data_dir)
     config = Config()
     items = setting.dataset.items[:limit]
-    corpus = list({p.text: p for item in setting.dataset.items for p in item.passages()}.values())
+    corpus = setting.dataset.corpus()
     clean = InMemoryRetriever(corpus, mode=config.retrieval.mode)
     hostile = HostileRetriever(clean, setting.poison)
     kb = Index.load(build_trusted_index(setting, kb_dir / name, config))

@@ -190,6 +190,12 @@ class Dataset:
     def __getitem__(self, index: int) -> QAItem | RankItem:
         return self.items[index]
 
+    def corpus(self) -> list[Passage]:
+        """Every passage of the (qa) items' contexts, each text once: in the order texts first
+        appear, as the passage of the text's last occurrence. What a retriever over the whole
+        set searches."""
+        return list({p.text: p for item in self.items for p in item.passages()}.values())
+
 
 class TwoWayChoices(NamedTuple):
     choices: list[str]

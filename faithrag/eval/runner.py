@@ -279,6 +279,4 @@ def _progress(total: int, initial: int, dataset: str, method: str, enabled: bool
 def _set_retriever(dataset: Dataset, config: Config) -> Retriever:
     """A retriever over every passage of the set (retrieval mode)."""
     from faithrag.retrieval.retriever import InMemoryRetriever
-    passages = [p for item in dataset.items for p in item.passages()]
-    unique = list({p.text: p for p in passages}.values())
-    return InMemoryRetriever(unique, mode=config.retrieval.mode)
+    return InMemoryRetriever(dataset.corpus(), mode=config.retrieval.mode)

@@ -11,6 +11,7 @@ from faithrag.errors import DataError
 from faithrag.eval.datasets import (
     DATA_DIR_ENV,
     ContextDoc,
+    Dataset,
     QAItem,
     RankItem,
     list_datasets,
@@ -89,6 +90,14 @@ def test_item_passages_and_question(root: Path) -> None:
     assert (question.text, question.id, question.choices) == ("Q?", "s::1", ["a", "b", "c"])
     no_context = QAItem("x", "s", "q", None, "a", ["a"])
     assert no_context.passages() == []
+
+
+def test_the_corpus_holds_each_context_text_once() -> None:
+    shared, own = ContextDoc("Canberra is the capital."), ContextDoc("Sydney is larger.")
+    items = [QAItem(id=f"q{i}", source="toy", question="Capital?", context=docs, answer="x",
+                    answers=["x"]) for i, docs in enumerate(([shared], [shared, own]))]
+    corpus = Dataset("toy", Path("toy.jsonl"), "dev", "qa", "", items).corpus()
+    assert [(p.id, p.text) for p in corpus] == [("q1#c0", shared.text), ("q1#c1", own.text)]
 
 
 def test_single_file_mode(tmp_path: Path) -> None:
