@@ -409,6 +409,17 @@ DARWIN = (
             "Reply with the text of the correct option."))
 
 
+def score_from_the_same_server_state(server: OpenAICompatLLM, base_url: str,
+                                     request: ChoiceRequest) -> ChoiceScores:
+    """Score over HTTP after one fixed unrelated completion. llama-cpp-python's server keeps
+    the previous request's tokens and evaluates only what follows the shared prefix, which
+    moves the logits at the float level; the same request before each scoring makes every
+    scoring start from the same cache, whatever ran before it."""
+    httpx.post(f"{base_url}/completions", json={"prompt": "Reset.", "max_tokens": 1},
+               timeout=60).raise_for_status()
+    return server.score_choices(request)
+
+
 @pytest.mark.server
 @pytest.mark.model
 def test_server_option_probabilities_equal_the_embedded_backends(llama_server, tiny_gguf):
@@ -423,7 +434,8 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
                 ChoiceRequest(DARWIN, one_token, "Answer: ", bias),
                 ChoiceRequest(DARWIN, ("New Delhi", "New York", "Canberra"), "Answer: ")]
     for request in requests:
-        over_http, in_process = server.score_choices(request), embedded.score_choices(request)
+        over_http = score_from_the_same_server_state(server, llama_server, request)
+        in_process = embedded.score_choices(request)
         assert over_http.token_counts == in_process.token_counts
         assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=0.02)
         assert over_http.best == in_process.best
@@ -465,13 +477,14 @@ def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server
                     ("Darwin", "Sydney", "New Delhi")]:
         plain = ChoiceRequest(DARWIN, choices, "Answer: ")
         try:
-            over_http = server.score_choices(replace(plain, bias=bias))
+            over_http = score_from_the_same_server_state(server, llama_server,
+                                                         replace(plain, bias=bias))
         except ServerRejectedError as exc:
             assert "known only to within" in exc.message
             continue
         scored += 1
         assert over_http.probability_error <= 0.005
-        unbiased_http = server.score_choices(plain)
+        unbiased_http = score_from_the_same_server_state(server, llama_server, plain)
         unbiased, biased = embedded.score_choices_under(plain, [None, bias])
 
         def effect(with_bias, without):
