@@ -39,7 +39,8 @@ when any could not tell, else "no conflict". Items whose flag could not tell are
 (per class) and left out of precision and recall: they are never a "no conflict".
 
 Each record (one item x variant, or item x way for `surface`) is appended to OUT/records.jsonl;
-a re-run skips what is there. The summary (printed as markdown, and OUT/summary.json) covers
+a re-run skips what is there. Records hold no gold answer, only what is derived from one
+(memory: `recalls_golden`; surface: `strict`), so they can be kept beside the code. The summary (printed as markdown, and OUT/summary.json) covers
 every measurement in OUT/records.jsonl: per data set and flag, over all items and over the
 subsets that test the label's premise (memory: the items whose closed-book answer is the golden
 answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus), n positive /
@@ -92,15 +93,10 @@ WAYS: dict[str, dict[str, str]] = {
 DETECT = {"method": "vanilla", "detect": "conflicts"}
 
 
-def _recalls_golden(record: dict[str, Any]) -> bool:
-    memory = (record.get("detector") or {}).get("memory") or ""
-    return bool(memory) and smart_em(memory, [record.get("golden_answer") or ""])
-
-
 # subsets summarised in rows of their own, besides all items: name -> whether a record is in it
 SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
     # the label assumes the model memorised the golden answer; these items show it did
-    "memory": {"closed-book answer = golden answer": _recalls_golden},
+    "memory": {"closed-book answer = golden answer": lambda r: bool(r.get("recalls_golden"))},
     # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
     # unrelated text)
     "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
@@ -137,11 +133,11 @@ def memory_cases(dataset: str, limit: int, data_dir: str | None) -> list[Case]:
         golden = item.meta.get("golden_context")
         if not golden or not isinstance(item.context, str):
             continue
+        golds = [item.meta["golden_answer"]] if item.meta.get("golden_answer") else []
         cases.append(Case(dataset, item.id, "conflicting", item.question, item.passages(), 1,
-                          extra={"golden_answer": item.meta.get("golden_answer")}))
+                          golds))
         cases.append(Case(dataset, item.id, "golden", item.question,
-                          [Passage(f"{item.id}#golden", golden, source="context")], 0,
-                          extra={"golden_answer": item.meta.get("golden_answer")}))
+                          [Passage(f"{item.id}#golden", golden, source="context")], 0, golds))
         if len(cases) == 2 * limit:
             break
     return cases
@@ -294,9 +290,12 @@ def record_of(command: str, case: Case, way: str | None, result: Result) -> dict
                      if detect is not None else None),
         **case.extra,
     }
+    # derived from the gold answers, which records leave out (they stay in the data set)
+    if command == "memory":
+        memory = (record["detector"] or {}).get("memory") or ""
+        record["recalls_golden"] = bool(memory and case.golds and smart_em(memory, case.golds))
     if command == "surface":
-        record.update(golds=case.golds, wrongs=case.wrongs,
-                      strict=strict_correct(result.answer.text, case.golds, case.wrongs))
+        record["strict"] = strict_correct(result.answer.text, case.golds, case.wrongs)
     return record
 
 

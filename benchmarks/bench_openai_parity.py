@@ -185,8 +185,8 @@ def run(llms: dict[str, LLM], cases: list[Case], retriever: Retriever, kb: str,
                 for backend in order:
                     if (case.id, stage, backend) in done:
                         continue
+                    # no options in the record: they copy the data set's answers
                     record = {"item": case.id, "stage": stage, "backend": backend,
-                              "choices": question.choices,
                               **run_stage(pipelines[stage, backend], question)}
                     sink.write(json.dumps(record) + "\n")
                     sink.flush()

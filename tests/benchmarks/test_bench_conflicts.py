@@ -152,8 +152,7 @@ def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_on
                ((0, 1, "conflict"), (0, 0, "no_conflict"), (1, 1, "no_conflict"),
                 (1, 0, "conflict"))]
     for r in records:
-        r["golden_answer"] = "1889"
-        r["detector"] = {"memory": "1889" if r["item"] == "q0" else "1920"}
+        r["recalls_golden"] = r["item"] == "q0"
     rows = {row["subset"]: row for row in bench.detection_rows(records)}
     assert set(rows) == {"all", "closed-book answer = golden answer"}
     recalled = rows["closed-book answer = golden answer"]
@@ -198,6 +197,8 @@ def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, w
     assert all(r["detect_seconds"] > 0 and r["generate_seconds"] > 0 for r in records)
     assert all(r["detect_tokens"][0] > r["generate_tokens"][0] > 0 for r in records)
     assert records[0]["detector"]["memory"] == "1889"
+    assert all(r["recalls_golden"] for r in records)  # 1889 is the golden answer
+    assert not any("golden_answer" in r for r in records)
     table = bench.summarize(out)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["detection"][0]["recall"]["value"] == 1.0
@@ -220,7 +221,11 @@ def test_run_surface_answers_three_ways(tmp_path, write_data_dir):
     assert records["plain"]["detect_seconds"] == 0.0 and records["plain"]["checks"] == {}
     assert records["surface"]["checks"]["ambiguous"] == "conflict"
     assert records["surface"]["answer"] != records["resolve"]["answer"]
-    assert records["surface"]["wrongs"] == ["The Beatles"]
+    # RAMDocs' strict criterion: plain misses Coldplay; surface has both golds and also the
+    # misinformation's answer, The Beatles
+    assert "The Beatles" in records["surface"]["answer"]
+    assert records["surface"]["strict"] is False and records["plain"]["strict"] is False
+    assert not any("golds" in r or "wrongs" in r for r in records.values())
 
 
 def test_main_rejects_a_dataset_the_measurement_does_not_take(tmp_path):
