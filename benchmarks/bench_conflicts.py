@@ -19,7 +19,8 @@ passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
             positive passages with the contrary ones taken out. Flag: `passage_vs_passage` or
             `ambiguous`.
 ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
-            (negative), each class up to `--limit`, each with all its own documents. Flag:
+            (negative), each class up to `--limit` (run alternately), each with all its own
+            documents. Flag:
             `ambiguous`; `passage_vs_passage` is recorded and summarised too.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
             `kre_musique`, `kre_squad` or `ramdocs`; faithrag/eval/hostile_settings.py, its
@@ -56,6 +57,7 @@ exact McNemar p).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable
@@ -189,16 +191,18 @@ def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> li
 
 
 def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:
-    """RAMDocs items with several gold answers (1) and with one (0), up to `limit` each."""
-    cases, counts = [], {0: 0, 1: 0}
+    """RAMDocs items with several gold answers (1) and with one (0), the first `limit` of each
+    in file order, the two classes alternating (the set puts most items with several answers
+    first; alternating keeps a run stopped early balanced)."""
+    classes: dict[int, list[Case]] = {1: [], 0: []}
     for item in _qa_items("ramdocs", data_dir):
         label = int(len(item.answers) > 1)
-        if counts[label] == limit:
-            continue
-        counts[label] += 1
-        cases.append(Case("ramdocs", item.id, "several_answers" if label else "one_answer",
-                          item.question, item.passages(), label, golds=list(item.answers)))
-    return cases
+        if len(classes[label]) < limit:
+            classes[label].append(
+                Case("ramdocs", item.id, "several_answers" if label else "one_answer",
+                     item.question, item.passages(), label, golds=list(item.answers)))
+    pairs = itertools.zip_longest(classes[1], classes[0])
+    return [case for pair in pairs for case in pair if case is not None]
 
 
 def poisoning_cases(setting_name: str, limit: int, data_dir: str | None) -> list[Case]:

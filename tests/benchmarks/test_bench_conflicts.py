@@ -68,7 +68,7 @@ def test_passage_window_keeps_both_sides_and_the_negative_drops_the_contrary(
     ]
 
 
-def test_ambiguity_takes_limit_items_per_class_in_file_order(tmp_path, write_data_dir):
+def test_ambiguity_takes_limit_items_per_class_in_file_order_the_classes_alternating(tmp_path, write_data_dir):
     items = [ramdocs(0, ["A", "B"], []), ramdocs(1, ["C"], []), ramdocs(2, ["D", "E"], []),
              ramdocs(3, ["F"], ["G"]), ramdocs(4, ["H"], [])]
     root = write_data_dir(tmp_path, "ramdocs", items)
@@ -76,6 +76,11 @@ def test_ambiguity_takes_limit_items_per_class_in_file_order(tmp_path, write_dat
     assert [(c.item, c.label) for c in cases] == [
         ("ramdocs::0", 1), ("ramdocs::1", 0), ("ramdocs::2", 1), ("ramdocs::3", 0)]
     assert len(cases[3].passages) == 3  # all its own documents
+    # the classes alternate whatever the file order; the rest of the larger class comes last
+    items = [ramdocs(i, ["A", "B"], []) for i in range(3)] + [ramdocs(3, ["C"], [])]
+    root = write_data_dir(tmp_path / "several_first", "ramdocs", items)
+    assert [(c.item, c.label) for c in bench.ambiguity_cases(5, str(root))] == [
+        ("ramdocs::0", 1), ("ramdocs::3", 0), ("ramdocs::1", 1), ("ramdocs::2", 1)]
 
 
 def test_surface_wrong_answers_are_misinfo_answers_that_are_not_gold(tmp_path, write_data_dir):
