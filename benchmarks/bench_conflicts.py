@@ -20,8 +20,8 @@ passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
             `ambiguous`.
 ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
             (negative), each class up to `--limit` (run alternately), each with all its own
-            documents. Flag:
-            `ambiguous`; `passage_vs_passage` is recorded and summarised too.
+            documents. Flag: `ambiguous`; `passage_vs_passage` is recorded and summarised
+            too.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
             `kre_musique`, `kre_squad` or `ramdocs`; faithrag/eval/hostile_settings.py, its
             default k). Clean: BM25 over the setting's clean corpus; hostile: the same with the
