@@ -68,7 +68,8 @@ def test_passage_window_keeps_both_sides_and_the_negative_drops_the_contrary(
     ]
 
 
-def test_ambiguity_takes_limit_items_per_class_in_file_order_the_classes_alternating(tmp_path, write_data_dir):
+def test_ambiguity_takes_limit_items_per_class_the_classes_alternating(tmp_path,
+                                                                       write_data_dir):
     items = [ramdocs(0, ["A", "B"], []), ramdocs(1, ["C"], []), ramdocs(2, ["D", "E"], []),
              ramdocs(3, ["F"], ["G"]), ramdocs(4, ["H"], [])]
     root = write_data_dir(tmp_path, "ramdocs", items)
