@@ -14,8 +14,8 @@ MODEL=${MODEL:-default}
 OUT=${OUT:-runs/conflicts}
 THREADS=${THREADS:-2}  # alone on the machine; 1 when other model jobs share it
 PYTHON=${PYTHON:-python}
-MEASUREMENTS=${MEASUREMENTS:-"ambiguity:ramdocs passages:kre_conflict_rank poisoning:poisonedrag
-  surface:ramdocs memory:kre_musique memory:kre_squad passages:ramdocs_rank poisoning:kre_squad
+MEASUREMENTS=${MEASUREMENTS:-"passages:kre_conflict_rank poisoning:poisonedrag surface:ramdocs
+  ambiguity:ramdocs memory:kre_musique memory:kre_squad passages:ramdocs_rank poisoning:kre_squad
   poisoning:kre_musique"}
 mkdir -p "$OUT"
 for measurement in $MEASUREMENTS; do
