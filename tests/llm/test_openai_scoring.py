@@ -414,7 +414,8 @@ def score_from_the_same_server_state(server: OpenAICompatLLM, base_url: str,
     """Score over HTTP after one fixed unrelated completion. llama-cpp-python's server keeps
     the previous request's tokens and evaluates only what follows the shared prefix, which
     moves the logits at the float level; the same request before each scoring makes every
-    scoring start from the same cache, whatever ran before it."""
+    scoring start from the same cache, whatever ran before it, and a backend made with
+    concurrency=1 sends the scoring's own requests in the same order every time."""
     httpx.post(f"{base_url}/completions", json={"prompt": "Reset.", "max_tokens": 1},
                timeout=60).raise_for_status()
     return server.score_choices(request)
@@ -425,7 +426,8 @@ def score_from_the_same_server_state(server: OpenAICompatLLM, base_url: str,
 def test_server_option_probabilities_equal_the_embedded_backends(llama_server, tiny_gguf):
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
+                             concurrency=1)
     embedded = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1)
     one_token = ("Canberra", "Darwin", "Sydney")  # " Canberra" etc. are single tokens
     bias = TokenBias.from_mapping({t: 3.0 for c in ("Darwin", "Sydney")
@@ -466,7 +468,8 @@ def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server
     batches and the embedded backend (their parity is the test above)."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
+                             concurrency=1)
     embedded = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1)
     bias = TokenBias.from_sets([
         (-1.0, server.tokenize("Canberra is the capital of Australia. New Delhi is in India.")),
