@@ -1,4 +1,4 @@
-"""What the anti-sycophancy verifier costs against plain RAG, before and after its cheaper path.
+"""What the anti-sycophancy verifier costs against plain RAG, before and after a change to it.
 
 One process, one loaded model. For each item of a hostile-retrieval setting
 (faithrag/eval/hostile_settings.py; retrieval over the setting's whole clean corpus as
@@ -6,9 +6,16 @@ One process, one loaded model. For each item of a hostile-retrieval setting
 RAG drafts the answer once (that is plain RAG's time, measured in this run), then the verifier
 checks that same draft twice, alternating which variant goes first item by item:
 
-- before: the former behaviour, through settings (`antisyco.extract_claims = "always"`,
-  `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`);
-- after: the current defaults (plus any --set).
+- before: with `--before former` (default) the former behaviour, through settings
+  (`antisyco.extract_claims = "always"`, `antisyco.reuse_draft_reading = false`,
+  `antisyco.judgements = "all"`); with `--before defaults` the current defaults;
+- after: the current defaults plus any `--after-set` (a change under test, e.g.
+  `--before defaults --after-set antisyco.kb_k=1`).
+
+`--set` applies to the draft and both variants. Each variant's trusted knowledge base is the
+setting's trusted documents indexed with its own chunking (`antisyco.kb_chunk_tokens`,
+`antisyco.kb_chunk_overlap`), under --out/kb/. The variants' settings are kept in
+--out/variants.json; resuming with other settings is refused.
 
 The draft keeps its passages and question as a prefix between calls (as plain RAG always does),
 which the "after" reflection restores; the "before" requests mark nothing, so they run as they
@@ -29,6 +36,8 @@ before to after (count per transition); items after fixed and broke against befo
 
     python benchmarks/bench_verifier_cost.py --setting poisonedrag --retrieval hostile \\
       --limit 100 --out runs/verifier-cost/poisonedrag-hostile
+    python benchmarks/bench_verifier_cost.py --setting kre_squad --retrieval clean \
+      --before defaults --after-set antisyco.kb_k=1 --limit 100 --out runs/verifier-cost/kb1
     python benchmarks/bench_verifier_cost.py --summary-only \
       --out runs/verifier-cost/poisonedrag-hostile
 """
@@ -39,13 +48,16 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from faithrag import Pipeline
 from faithrag.answers import attack_success, containment
 from faithrag.cli.common import parse_set_options
+from faithrag.config import Config
+from faithrag.errors import ConfigError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import SETTINGS, HostileSetting, build_setting
@@ -58,7 +70,7 @@ from faithrag.retrieval.retriever import Retriever
 from faithrag.types import Question, Trace
 
 VARIANTS = ("before", "after")
-BEFORE = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False,
+FORMER = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False,
           "antisyco__judgements": "all"}
 PHASES = ("antisyco/reflect", "antisyco/claims", "antisyco/falsify", "antisyco/decide")
 PATHS = ("PASS", "REPAIR", "FALLBACK")
@@ -98,19 +110,32 @@ def scored(text: str, parse_status: str, gold: Sequence[str], targets: Sequence[
             "attack": ok and bool(text) and any(attack_success(text, t) for t in targets)}
 
 
-def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: str, out: Path, limit: int,
-        k: int, progress: Callable[[str], None], **settings: Any) -> None:
-    """Append one record per item of the first `limit` not yet in out/records.jsonl;
-    `settings` (Pipeline.from_config keywords) apply to both variants, the draft and "after"."""
+def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config], str],
+        out: Path, limit: int, k: int, progress: Callable[[str], None],
+        before: Mapping[str, Any] = FORMER, after: Mapping[str, Any] = MappingProxyType({}),
+        **settings: Any) -> None:
+    """Append one record per item of the first `limit` not yet in out/records.jsonl.
+    `settings` (Pipeline.from_config keywords) apply to the draft and both variants, `before`
+    and `after` to one variant each; they are written to out/variants.json, and a resume with
+    other ones raises ConfigError. `kb` gives the trusted knowledge base of a variant's
+    configuration."""
+    variants = {"before": dict(before), "after": dict(after)}
+    variants_path = out / "variants.json"
+    if variants_path.is_file() and json.loads(variants_path.read_text()) != variants:
+        raise ConfigError(
+            f"{out} holds records of other variants: {variants_path.read_text().strip()}.",
+            "Pass the same --before and --after-set, or another --out.")
+    variants_path.write_text(json.dumps(variants) + "\n")
     records_path = out / "records.jsonl"
     done = {r["item"] for r in read_records(records_path)}
-    base = configure(None, k=k, use_cache=False, antisyco__kb=kb, **settings)
+    base = configure(None, k=k, use_cache=False, **settings)
     retriever = setting_retriever(setting, retrieval, base.retrieval.mode)
     draft_pipeline = Pipeline.from_parts(configure(base, method="vanilla"), llm, retriever)
-    verifiers = {"before": Pipeline.from_parts(configure(base, verify="antisyco", **BEFORE),
-                                               llm, retriever),
-                 "after": Pipeline.from_parts(configure(base, verify="antisyco"), llm,
-                                              retriever)}
+    verifiers = {}
+    for name, changes in variants.items():
+        config = configure(base, verify="antisyco", **changes)
+        verifiers[name] = Pipeline.from_parts(configure(config, antisyco__kb=kb(config)), llm,
+                                              retriever)
     items = list(setting.dataset.items)[:limit]
     with records_path.open("a") as sink:
         for number, item in enumerate(items):
@@ -251,6 +276,11 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def keywords(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    """{"antisyco.kb_k": 1} -> {"antisyco__kb_k": 1} (configure's keyword form)."""
+    return {key.replace(".", "__"): value for key, value in dotted.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="model preset or .gguf path")
@@ -267,19 +297,33 @@ def main(argv: list[str] | None = None) -> None:
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the draft and both variants, e.g. "
                              "antisyco.short_draft_words=5 (repeatable)")
+    parser.add_argument("--before", choices=("former", "defaults"), default="former",
+                        help="the 'before' verifier: the former behaviour or today's defaults")
+    parser.add_argument("--after-set", dest="after", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="a configuration value for the 'after' verifier only, e.g. "
+                             "antisyco.kb_k=1 (repeatable)")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize the records in --out without running anything")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         setting = build_setting(args.setting, args.data_dir)
-        kb_dir = build_trusted_index(setting, args.out / "kb", configure(None, use_cache=False))
+        before = FORMER if args.before == "former" else {}
+        after = keywords(parse_set_options(args.after))
+        settings = keywords(parse_set_options(args.settings))
+        for changes in (before, after):  # bad settings fail here, before any model loads
+            configure(None, verify="antisyco", **{**settings, **changes})
+
+        def kb(config: Config) -> str:
+            chunking = f"{config.antisyco.kb_chunk_tokens}-{config.antisyco.kb_chunk_overlap}"
+            return str(build_trusted_index(setting, args.out / "kb" / chunking, config))
+
         llm = load_llm(configure(None, model=args.model, llm__n_ctx=args.n_ctx,
                                  llm__n_threads=args.threads).llm)
-        run(llm, setting, args.retrieval, str(kb_dir), args.out, args.limit,
+        run(llm, setting, args.retrieval, kb, args.out, args.limit,
             args.k or setting.k, lambda line: print(line, file=sys.stderr, flush=True),
-            **{key.replace(".", "__"): value
-               for key, value in parse_set_options(args.settings).items()})
+            before=before, after=after, **settings)
     rows = summarize(read_records(args.out / "records.jsonl"))
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(render(rows))

@@ -12,6 +12,10 @@ the whole clean corpus, like `faithrag hostile run`):
   the draft's claims instead, so this is an indication, not the verifier's own recall).
 
     python benchmarks/hostile_recall.py --limit 100 --out runs/hostile/recall.json
+    python benchmarks/hostile_recall.py --settings kre_squad --set antisyco.kb_k=1 \
+      --set antisyco.kb_chunk_tokens=128
+
+`--set` changes the configuration (the knowledge base's chunking and kb_k among it).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from faithrag.answers import containment
+from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
@@ -35,9 +40,9 @@ def _any_contains(passages, answers) -> bool:
     return bool(answers) and any(containment(p.text, answers) for p in passages)
 
 
-def measure(name: str, limit: int, data_dir: str | None, kb_dir: Path) -> dict:
+def measure(name: str, limit: int, data_dir: str | None, kb_dir: Path,
+            config: Config) -> dict:
     setting = build_setting(name, data_dir)
-    config = Config()
     items = setting.dataset.items[:limit]
     corpus = setting.dataset.corpus()
     clean = InMemoryRetriever(corpus, mode=config.retrieval.mode)
@@ -55,6 +60,7 @@ def measure(name: str, limit: int, data_dir: str | None, kb_dir: Path) -> dict:
                                              item.answers)
     n = len(items)
     return {"setting": name, "n": n, "k": setting.k, "kb_k": config.antisyco.kb_k,
+            "kb_chunk_tokens": config.antisyco.kb_chunk_tokens,
             "corpus": len(corpus), "kb_documents": len(setting.trusted),
             **{key: {"rate": value / n, "ci": wilson_interval(value, n)}
                for key, value in counts.items()}}
@@ -66,9 +72,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--data", default=None, help="shared data directory")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="a configuration value, e.g. antisyco.kb_k=1 (repeatable)")
     args = parser.parse_args()
+    config = Config.load(None, parse_set_options(args.overrides))
     with tempfile.TemporaryDirectory() as kb_dir:
-        rows = [measure(name, args.limit, args.data, Path(kb_dir)) for name in args.settings]
+        rows = [measure(name, args.limit, args.data, Path(kb_dir), config)
+                for name in args.settings]
     print("| setting | n | k | clean answer@k | hostile answer@k | poison target@k "
           "| KB answer@kb_k |")
     print("|---|---:|---:|---|---|---|---|")

@@ -1,8 +1,12 @@
 """The verifier-cost benchmark: its run (on the scripted fake LLM: control flow only) resumes and
 records both variants on the same draft; its summary's arithmetic."""
 
+import json
+
 import bench_verifier_cost as bench
 import pytest
+
+from faithrag.errors import ConfigError
 
 from faithrag.eval.datasets import ContextDoc, Dataset, QAItem
 from faithrag.eval.hostile_settings import HostileSetting
@@ -31,7 +35,7 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
     (tmp_path / "kb" / "fleming.md").write_text("Penicillin was discovered in 1928 by "
                                                 "Alexander Fleming.")
     llm = FakeLLM(lambda request: REPLIES[request.purpose])
-    run = {"llm": llm, "retrieval": "hostile", "kb": str(tmp_path / "kb"), "out": tmp_path,
+    run = {"llm": llm, "retrieval": "hostile", "kb": lambda config: str(tmp_path / "kb"), "out": tmp_path,
            "k": 2, "progress": lambda line: None, "antisyco__judge_tokens": 64}
     bench.run(setting=setting(3), limit=2, **run)
     records = bench.read_records(tmp_path / "records.jsonl")
@@ -55,6 +59,59 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
     bench.run(setting=setting(3), limit=3, **run)  # resumes: only the third item is added
     assert [r["item"] for r in bench.read_records(tmp_path / "records.jsonl")] == [
         "q0", "q1", "q2"]
+
+
+def test_run_compares_the_defaults_with_a_change_and_keeps_the_variants(tmp_path):
+    (tmp_path / "kb").mkdir()
+    for name, text in [("fleming", "Penicillin was discovered in 1928 by Alexander Fleming."),
+                       ("mould", "Penicillin comes from a mould; Fleming saw it kill bacteria.")]:
+        (tmp_path / "kb" / f"{name}.md").write_text(text)
+    passages_read = []  # by each contradiction check, in order
+
+    def reply(request):
+        if request.purpose == "contradiction":
+            shown = request.messages[-1].content.split("Reference passages:")[1]
+            passages_read.append(shown.count("Penicillin"))
+        return REPLIES[request.purpose]
+
+    run = {"llm": FakeLLM(reply), "retrieval": "hostile", "kb": lambda config: str(tmp_path / "kb"),
+           "out": tmp_path, "k": 2, "progress": lambda line: None, "before": {},
+           "after": {"antisyco__kb_k": 1}, "antisyco__judge_tokens": 64}
+    bench.run(setting=setting(1), limit=1, **run)
+    record = bench.read_records(tmp_path / "records.jsonl")[0]
+    assert record["order"] == ["before", "after"]
+    assert passages_read == [2, 1]
+    # the defaults on both sides of the change: a short draft is its own claim in each
+    assert record["before"]["phases"]["antisyco/claims"]["llm_calls"] == 0
+    assert record["after"]["phases"]["antisyco/claims"]["llm_calls"] == 0
+    assert json.loads((tmp_path / "variants.json").read_text()) == {
+        "before": {}, "after": {"antisyco__kb_k": 1}}
+    with pytest.raises(ConfigError, match="other variants") as refused:
+        bench.run(setting=setting(2), limit=2, **{**run, "after": {"antisyco__kb_k": 3}})
+    assert "--after-set" in refused.value.hint
+    assert len(bench.read_records(tmp_path / "records.jsonl")) == 1  # nothing lost
+
+
+def test_bad_variant_settings_fail_before_the_model_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "load_llm", lambda config: pytest.fail("model loaded"))
+    monkeypatch.setattr(bench, "build_setting", lambda name, data_dir: setting(1))
+    with pytest.raises(ConfigError, match="kb_k"):
+        bench.main(["--out", str(tmp_path), "--before", "defaults",
+                    "--after-set", "antisyco.kb_k=0"])
+
+
+def test_each_variant_reads_a_knowledge_base_chunked_its_way(tmp_path, monkeypatch):
+    trusted = [Passage("fleming", "Penicillin was discovered in 1928 by Alexander Fleming. " * 8,
+                       "Penicillin", "kb")]
+    toy = setting(1)
+    monkeypatch.setattr(bench, "build_setting", lambda name, data_dir: HostileSetting(
+        "toy", toy.dataset, toy.poison, trusted, k=2))
+    monkeypatch.setattr(bench, "load_llm", lambda config: FakeLLM(
+        lambda request: REPLIES[request.purpose]))
+    bench.main(["--out", str(tmp_path), "--before", "defaults", "--limit", "1",
+                "--after-set", "antisyco.kb_chunk_tokens=16"])
+    assert sorted(p.name for p in (tmp_path / "kb").iterdir()) == ["16-32", "256-32"]
+    assert len(bench.read_records(tmp_path / "records.jsonl")) == 1
 
 
 def variant(decision, seconds, correct, attack=False, reflect=1.0):
