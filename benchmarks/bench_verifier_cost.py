@@ -8,7 +8,8 @@ checks that same draft twice, alternating which variant goes first item by item:
 
 - before: with `--before former` (default) the former behaviour, through settings
   (`antisyco.extract_claims = "always"`, `antisyco.reuse_draft_reading = false`,
-  `antisyco.judgements = "all"`); with `--before defaults` the current defaults;
+  `antisyco.judgements = "all"`); with `--before defaults` the current defaults; plus any
+  `--before-set`;
 - after: the current defaults plus any `--after-set` (a change under test, e.g.
   `--before defaults --after-set antisyco.kb_k=1`).
 
@@ -299,6 +300,10 @@ def main(argv: list[str] | None = None) -> None:
                              "antisyco.short_draft_words=5 (repeatable)")
     parser.add_argument("--before", choices=("former", "defaults"), default="former",
                         help="the 'before' verifier: the former behaviour or today's defaults")
+    parser.add_argument("--before-set", dest="before_changes", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE",
+                        help="a configuration value for the 'before' verifier only "
+                             "(repeatable)")
     parser.add_argument("--after-set", dest="after", action="append", default=[],
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the 'after' verifier only, e.g. "
@@ -309,7 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         setting = build_setting(args.setting, args.data_dir)
-        before = FORMER if args.before == "former" else {}
+        before = {**(FORMER if args.before == "former" else {}),
+                  **keywords(parse_set_options(args.before_changes))}
         after = keywords(parse_set_options(args.after))
         settings = keywords(parse_set_options(args.settings))
         for changes in (before, after):  # bad settings fail here, before any model loads

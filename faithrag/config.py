@@ -256,7 +256,7 @@ class AntisycoConfig(_Strict):
     """Anti-sycophancy verification (pipeline.verify = "antisyco"). `kb` is the TRUSTED source:
     an index directory (`faithrag index`) or a file/folder of documents indexed in memory; it
     must not be the retriever under verification. FALLBACK needs relevance < relevance_threshold
-    and an UNSUPPORTED draft; REPAIR needs some claim's contradiction >= contradiction_threshold.
+    and an UNSUPPORTED draft that the knowledge base did not confirm; REPAIR needs some claim's contradiction >= contradiction_threshold.
     `judge_tokens` is the reply budget of one label/score judgement or reference answer."""
 
     kb: str | None = None
@@ -294,8 +294,14 @@ class AntisycoConfig(_Strict):
     reflection's own auditing prompt, read in full"""
     judgements: Literal["needed", "all"] = "needed"
     """"needed": falsification first, and only the judgements the decision needs (no reflection
-    after a contradicted claim; the draft's support only when relevance is below
-    relevance_threshold); "all": every judgement, the reflection first"""
+    after a contradicted claim or a draft the knowledge base confirmed; the draft's support
+    only when relevance is below relevance_threshold); "all": every judgement, the reflection
+    first"""
+    fallback_when_confirmed: bool = False
+    """false: a draft whose every claim the trusted knowledge base confirmed is never replaced
+    by FALLBACK (and, with judgements = "needed", no reflection is asked for it); true: the
+    paper's rule, FALLBACK on low relevance and an UNSUPPORTED draft whatever the knowledge
+    base said"""
 
 
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:

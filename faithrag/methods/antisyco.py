@@ -37,15 +37,19 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
 4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold: the answer is
    redone from the contradicting trusted passages (told that an earlier answer contradicted
    them, but not shown it). Otherwise FALLBACK when relevance <
-   relevance_threshold and the draft is UNSUPPORTED: the answer is redone without the retrieved
-   passages. Otherwise PASS: the draft stands.
+   relevance_threshold and the draft is UNSUPPORTED, unless the trusted knowledge base
+   confirmed every claim (all CONSISTENT; `fallback_when_confirmed = true` restores the
+   paper's rule, which ignores the confirmation): the answer is redone without the retrieved
+   passages. Otherwise PASS: the draft stands. Why: FALLBACK answers from the model's memory,
+   a weaker basis than a draft the trusted passages agree with.
 
 REPAIR goes before FALLBACK: when both hold, trusted evidence against the draft is a better basis
 for the answer than the model's memory. So with `judgements = "needed"` (default) falsification
-runs first and only the judgements the decision needs are asked: after a contradicted claim no
-reflection (REPAIR follows whatever it says), and the draft's support only when relevance is
-readable and below `relevance_threshold` (otherwise FALLBACK cannot follow); relevance and
-support are then separate calls. A judgement not asked is None and named in the reflect step's
+runs first and only the judgements the decision needs are asked: no reflection after a
+contradicted claim (REPAIR follows whatever it says) nor after every claim was confirmed
+(FALLBACK cannot follow), and the draft's support only when relevance is readable and below
+`relevance_threshold` (otherwise FALLBACK cannot follow); relevance and support are then
+separate calls. A judgement not asked is None and named in the reflect step's
 `not_asked`; it is not counted as unreadable. `judgements = "all"` asks every judgement, the
 reflection first, so each record carries all of them. Every phase is a step of the trace either
 way (the claims step without an LLM call when the draft is its own claim, the reflect step
@@ -210,7 +214,8 @@ class AntiSycophancyVerifier:
                  contradiction: str = "qa", max_claims: int = 2, judge_tokens: int = 24,
                  claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = "",
                  extract_claims: str = "long_drafts", short_draft_words: int = 8,
-                 reuse_draft_reading: bool = True, judgements: str = "needed"):
+                 reuse_draft_reading: bool = True, judgements: str = "needed",
+                 fallback_when_confirmed: bool = False):
         if contradiction not in CONTRADICTION_MODES:
             raise ConfigError(f"Unknown contradiction scoring '{contradiction}'.",
                               f"Choose one of {', '.join(CONTRADICTION_MODES)}.")
@@ -236,6 +241,7 @@ class AntiSycophancyVerifier:
         self.short_draft_words = short_draft_words
         self.reuse_draft_reading = reuse_draft_reading
         self.judgements = judgements
+        self.fallback_when_confirmed = fallback_when_confirmed
 
     @classmethod
     def from_config(cls, llm: LLM, config: Config,
@@ -262,7 +268,8 @@ class AntiSycophancyVerifier:
                    extract_claims=settings.extract_claims,
                    short_draft_words=settings.short_draft_words,
                    reuse_draft_reading=settings.reuse_draft_reading,
-                   judgements=settings.judgements)
+                   judgements=settings.judgements,
+                   fallback_when_confirmed=settings.fallback_when_confirmed)
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> Answer:
@@ -274,14 +281,27 @@ class AntiSycophancyVerifier:
         else:  # falsification first: a contradicted claim decides REPAIR on its own
             claims = self._claims(question, answer, trace, unreadable)
             checks = self._falsify(question, answer, claims, trace, unreadable)
-            reflection = (self._skip_reflection(passages, answer, trace)
-                          if self._contradicted(checks) else
-                          self._reflect(question, passages, answer, trace, unreadable))
+            if self._contradicted(checks):
+                reflection = self._skip_reflection(
+                    passages, answer, trace, "a claim contradicted by the trusted knowledge "
+                                             "base decides REPAIR on its own")
+            elif self._confirmed(checks):
+                reflection = self._skip_reflection(
+                    passages, answer, trace, "the trusted knowledge base confirmed every "
+                                             "claim, so FALLBACK cannot follow")
+            else:
+                reflection = self._reflect(question, passages, answer, trace, unreadable)
         return self._decide(question, passages, answer, reflection, checks, trace, unreadable)
 
     def _contradicted(self, checks: list[ClaimCheck]) -> list[tuple[int, ClaimCheck]]:
         return [(i, c) for i, c in enumerate(checks, 1)
                 if c.score is not None and c.score >= self.contradiction_threshold]
+
+    def _confirmed(self, checks: list[ClaimCheck]) -> bool:
+        """Every claim CONSISTENT with the trusted knowledge base, and that keeps the draft
+        from FALLBACK (`fallback_when_confirmed` false)."""
+        return (not self.fallback_when_confirmed and bool(checks)
+                and all(c.verdict == "CONSISTENT" for c in checks))
 
     # ----- phase 2: reflection -----
 
@@ -329,14 +349,13 @@ class AntiSycophancyVerifier:
                             "why_not_asked": reflection.why_not_asked}
             return reflection
 
-    def _skip_reflection(self, passages: list[Passage], draft: Answer,
-                         trace: Trace) -> Reflection:
-        """The reflection step of a REPAIR decided by falsification: nothing asked."""
+    def _skip_reflection(self, passages: list[Passage], draft: Answer, trace: Trace,
+                         why: str) -> Reflection:
+        """The reflection step when falsification decided alone (`why`): nothing asked."""
         with trace.step("verify", "antisyco/reflect", passages=[p.id for p in passages],
                         draft=draft.text) as step:
             reflection = Reflection(None, None, None, not_asked=("relevance", "support"),
-                                    why_not_asked="a claim contradicted by the trusted "
-                                                  "knowledge base decides REPAIR on its own")
+                                    why_not_asked=why)
             step.outputs = {"not_asked": list(reflection.not_asked),
                             "why_not_asked": reflection.why_not_asked}
             return reflection
@@ -498,7 +517,7 @@ class AntiSycophancyVerifier:
             if contradicted:
                 decision = REPAIR
                 answer = self._repair(question, [c for _, c in contradicted], step)
-            elif low_relevance and unsupported:
+            elif low_relevance and unsupported and not self._confirmed(checks):
                 decision = FALLBACK
                 reasons.append(f"retrieved passages judged {reflection.relevance_label or '?'} "
                                f"({reflection.relevance:.2f} < {self.relevance_threshold}) and "
@@ -506,8 +525,12 @@ class AntiSycophancyVerifier:
                 answer = self._fallback(question, step)
             else:
                 decision = PASS
+                relevance = ("not asked" if "relevance" in reflection.not_asked
+                             else _fmt(reflection.relevance))
+                confirmed = ("every claim confirmed by the trusted knowledge base; "
+                             if self._confirmed(checks) else "")
                 reasons.append(f"{_contradiction_summary(checks, self.contradiction_threshold)}; "
-                               f"relevance {_fmt(reflection.relevance)}, "
+                               f"{confirmed}relevance {relevance}, "
                                f"support {reflection.support or 'not asked'}")
                 answer = Answer(draft.text, draft.choice_index, draft.reason,
                                 draft.parse_status, draft.raw)

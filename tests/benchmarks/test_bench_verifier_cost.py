@@ -7,7 +7,6 @@ import bench_verifier_cost as bench
 import pytest
 
 from faithrag.errors import ConfigError
-
 from faithrag.eval.datasets import ContextDoc, Dataset, QAItem
 from faithrag.eval.hostile_settings import HostileSetting
 from faithrag.llm.fake import FakeLLM
@@ -109,8 +108,10 @@ def test_each_variant_reads_a_knowledge_base_chunked_its_way(tmp_path, monkeypat
     monkeypatch.setattr(bench, "load_llm", lambda config: FakeLLM(
         lambda request: REPLIES[request.purpose]))
     bench.main(["--out", str(tmp_path), "--before", "defaults", "--limit", "1",
-                "--after-set", "antisyco.kb_chunk_tokens=16"])
+                "--before-set", "antisyco.kb_k=3", "--after-set", "antisyco.kb_chunk_tokens=16"])
     assert sorted(p.name for p in (tmp_path / "kb").iterdir()) == ["16-32", "256-32"]
+    assert json.loads((tmp_path / "variants.json").read_text()) == {
+        "before": {"antisyco__kb_k": 3}, "after": {"antisyco__kb_chunk_tokens": 16}}
     assert len(bench.read_records(tmp_path / "records.jsonl")) == 1
 
 

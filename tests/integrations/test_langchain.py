@@ -250,17 +250,19 @@ def test_verifier_ends_an_lcel_chain_and_batches(trusted):
     chain = RunnablePassthrough.assign(answer=draft) | verifier(trusted)
     out = chain.batch([{"question": QUESTION, "documents": eiffel_documents()},
                        {"question": QUESTION, "documents": []}])
-    # the first draft is contradicted by the knowledge base; the second has no evidence at all
-    assert [(o["draft"], o["decision"]) for o in out] == [("1925", "REPAIR"),
-                                                          ("1889", "FALLBACK")]
+    # the first draft is contradicted by the knowledge base; the second has no retrieved
+    # evidence, but the knowledge base confirms it
+    assert [(o["draft"], o["decision"]) for o in out] == [("1925", "REPAIR"), ("1889", "PASS")]
     assert asyncio.run(chain.ainvoke({"question": QUESTION,
                                       "documents": eiffel_documents()}))["answer"] == "1889"
 
 
 def test_verifier_shows_only_documents_with_text(trusted):
     llm = scripted()
-    verifier(trusted, llm).invoke({"question": QUESTION, "answer": "1889",
-                                   "documents": [Document(""), *eiffel_documents()[:1]]})
+    FaithragVerifier(llm=llm, kb=trusted, settings={"antisyco__judge_tokens": 64,
+                                                    "antisyco__judgements": "all"}).invoke(
+        {"question": QUESTION, "answer": "1889",
+         "documents": [Document(""), *eiffel_documents()[:1]]})
     reflection = next(c for c in llm.calls if c.purpose == "relevance")
     assert SHOWN.findall(reflection.messages[-1].content) == [
         ("1", "The Eiffel Tower was completed in 1889.")]

@@ -158,7 +158,7 @@ def test_without_reuse_the_reflection_has_its_own_prompt():
 
 
 def test_falsification_first_and_only_the_judgements_the_decision_needs():
-    relevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur"))
+    relevant = Scripted(replies())  # the knowledge base does not state the answer
     answer, trace = verify(relevant)
     assert relevant.batches == [["contradiction"], ["relevance"]]  # relevant: support not asked
     assert [s.name for s in trace.steps] == ["antisyco/claims", "antisyco/falsify",
@@ -167,10 +167,21 @@ def test_falsification_first_and_only_the_judgements_the_decision_needs():
     assert answer.meta["unparsable"] == 0 and "support not asked" in answer.meta["reasons"][0]
     assert trace.steps[2].outputs["not_asked"] == ["support"]
 
-    irrelevant = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+    irrelevant = Scripted(replies(**BAD_REFLECTION))
     answer, _ = verify(irrelevant)
     assert irrelevant.batches == [["contradiction"], ["relevance"], ["support"], ["fallback"]]
     assert answer.meta["decision"] == "FALLBACK"
+
+    confirmed = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+    answer, trace = verify(confirmed)
+    assert confirmed.batches == [["contradiction"]]  # FALLBACK cannot follow: no reflection
+    assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
+    assert answer.meta["claims"][0]["verdict"] == "CONSISTENT"
+    assert "confirmed by the trusted knowledge base" in answer.meta["reasons"][0]
+    assert "relevance not asked" in answer.meta["reasons"][0]
+    assert "confirmed every claim" in trace.steps[2].outputs["why_not_asked"]
+    assert [(c.kind, c.status) for c in trace.checks] == [
+        ("contradicted_by_trusted_kb", "no_conflict")]  # relevance not judged, not reported
 
     contradicted = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
     answer, trace = verify(contradicted)
@@ -178,6 +189,16 @@ def test_falsification_first_and_only_the_judgements_the_decision_needs():
     assert answer.meta["decision"] == "REPAIR" and answer.meta["unparsable"] == 0
     assert trace.steps[2].name == "antisyco/reflect" and not trace.steps[2].llm_calls
     assert [c.kind for c in trace.checks] == ["contradicted_by_trusted_kb"]
+
+
+def test_the_papers_rule_falls_back_even_on_a_confirmed_draft():
+    for judgements in ("needed", "all"):
+        llm = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+        answer, _ = verify(llm, judgements=judgements, fallback_when_confirmed=True)
+        assert answer.meta["decision"] == "FALLBACK" and answer.text == "Alexander Fleming"
+        llm = Scripted(replies(contradiction="ANSWER: Louis Pasteur", **BAD_REFLECTION))
+        answer, _ = verify(llm, judgements=judgements)  # the default keeps it, asked or not
+        assert answer.meta["decision"] == "PASS" and answer.text == "Louis Pasteur"
 
 
 def test_irrelevant_and_unsupported_falls_back_without_the_retrieved_passages():
