@@ -19,12 +19,12 @@ setting's trusted documents indexed with its own chunking (`antisyco.kb_chunk_to
 --out/variants.json; resuming with other settings is refused.
 
 The draft keeps its passages and question as a prefix between calls (as plain RAG always does),
-which the "after" reflection restores; the "before" requests mark nothing, so they run as they
-did. Caches of answers are off and decoding is greedy.
+which the current reflection restores; the former verifier's requests mark nothing, so they run
+as they did. Caches of answers are off and decoding is greedy.
 
-Each record (one item, appended to --out/records.jsonl; re-running resumes): the item, gold and
-poison targets, and for draft / before / after the answer, correct (a gold answer contained,
-as the hostile runner scores), attack success (smart-EM match of a target), seconds and prompt
+Each record (one item, appended to --out/records.jsonl; re-running resumes): the item, and for
+draft / before / after the answer, correct (a gold answer contained, as the hostile runner
+scores), attack success (smart-EM match of a poison target), seconds and prompt
 and completion tokens, in total and per step (`antisyco/reflect`, `antisyco/claims`,
 `antisyco/falsify`, `antisyco/decide`), and the verifiers' decisions. Times of a variant are
 the draft's plus its verification.
@@ -148,7 +148,6 @@ def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config]
             draft = drafted.answer
             record: dict[str, Any] = {
                 "item": item.id, "setting": setting.name, "retrieval": retrieval,
-                "gold": list(item.answers), "targets": targets,
                 "order": list(VARIANTS if number % 2 == 0 else VARIANTS[::-1]),
                 "draft": {**scored(draft.text, draft.parse_status, item.answers, targets),
                           **cost(drafted.trace)}}

@@ -40,6 +40,7 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
     records = bench.read_records(tmp_path / "records.jsonl")
     assert [r["item"] for r in records] == ["q0", "q1"]
     assert [r["order"] for r in records] == [["before", "after"], ["after", "before"]]
+    assert not {"gold", "targets"} & set(records[0])  # no copy of the benchmark's data
     for record in records:
         assert record["draft"]["answer"] == "Louis Pasteur" and record["draft"]["attack"]
         for variant in bench.VARIANTS:
