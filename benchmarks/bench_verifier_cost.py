@@ -26,8 +26,9 @@ Each record (one item, appended to --out/records.jsonl; re-running resumes): the
 draft / before / after the answer, correct (a gold answer contained, as the hostile runner
 scores), attack success (smart-EM match of a poison target), seconds and prompt
 and completion tokens, in total and per step (`antisyco/reflect`, `antisyco/claims`,
-`antisyco/falsify`, `antisyco/decide`), and the verifiers' decisions. Times of a variant are
-the draft's plus its verification.
+`antisyco/falsify`, `antisyco/decide`), and the verifiers' decisions and claim verdicts
+(CONTRADICTED / CONSISTENT / UNRELATED, None when unreadable). Times of a variant are the
+draft's plus its verification.
 
 The summary (printed, and --out/summary.json), per setting and retrieval: by path (each
 variant's PASS / REPAIR / FALLBACK items) seconds per item, plain RAG's on the same items and
@@ -156,14 +157,15 @@ def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config]
                     verified = verifiers[variant].verify(question, drafted.passages, draft)
                     answer, spent = verified.answer, cost(verified.trace)
                     decision = answer.meta.get("decision")
+                    verdicts = [claim["verdict"] for claim in answer.meta.get("claims", [])]
                 else:  # nothing to verify: the verifier refuses an empty draft
-                    answer, decision = draft, "EMPTY_DRAFT"
+                    answer, decision, verdicts = draft, "EMPTY_DRAFT", []
                     spent = {"seconds": 0.0, "llm_calls": 0, "prompt_tokens": 0,
                              "completion_tokens": 0, "phases": {}}
                 draft_cost = record["draft"]
                 record[variant] = {
                     **scored(answer.text, answer.parse_status, item.answers, targets),
-                    "decision": decision, **spent,
+                    "decision": decision, "verdicts": verdicts, **spent,
                     "verify_seconds": spent["seconds"],
                     "seconds": round(draft_cost["seconds"] + spent["seconds"], 3),
                     "prompt_tokens": draft_cost["prompt_tokens"] + spent["prompt_tokens"],

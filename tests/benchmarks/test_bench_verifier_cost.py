@@ -47,6 +47,7 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
             v = record[variant]
             assert (v["decision"], v["answer"], v["correct"], v["attack"]) == (
                 "REPAIR", "Alexander Fleming", True, False)
+            assert v["verdicts"] == ["CONTRADICTED"]
             assert set(v["phases"]) == set(bench.PHASES)
             assert v["seconds"] == pytest.approx(record["draft"]["seconds"]
                                                  + v["verify_seconds"], abs=2e-3)
