@@ -93,7 +93,10 @@ def test_clean_interventions_are_false_alarms(setting, tmp_path):
             return "SUPPORT: UNSUPPORTED"
         return respond(request)
 
-    summary = run_hostile(setting, "clean", config(**{"pipeline.verify": "antisyco"}),
+    # the paper's rule: FALLBACK even where the knowledge base confirms the draft
+    summary = run_hostile(setting, "clean",
+                          config(**{"pipeline.verify": "antisyco",
+                                    "antisyco.fallback_when_confirmed": True}),
                           tmp_path / "run", FakeLLM(suspicious), build, progress=False)
     assert summary["decisions"] == {"FALLBACK": 3}
     assert summary["false_intervention_rate"] == 1.0
