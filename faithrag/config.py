@@ -256,8 +256,9 @@ class AntisycoConfig(_Strict):
     """Anti-sycophancy verification (pipeline.verify = "antisyco"). `kb` is the TRUSTED source:
     an index directory (`faithrag index`) or a file/folder of documents indexed in memory; it
     must not be the retriever under verification. FALLBACK needs relevance < relevance_threshold
-    and an UNSUPPORTED draft that the knowledge base did not confirm; REPAIR needs some claim's contradiction >= contradiction_threshold.
-    `judge_tokens` is the reply budget of one label/score judgement or reference answer."""
+    and an UNSUPPORTED draft that the knowledge base did not confirm; REPAIR needs some claim's
+    contradiction >= contradiction_threshold. `judge_tokens` is the reply budget of one
+    label/score judgement or reference answer."""
 
     kb: str | None = None
     """the TRUSTED knowledge base: an index directory, lancedb:URI, or a folder of documents"""

@@ -298,8 +298,8 @@ class AntiSycophancyVerifier:
                 if c.score is not None and c.score >= self.contradiction_threshold]
 
     def _confirmed(self, checks: list[ClaimCheck]) -> bool:
-        """Every claim CONSISTENT with the trusted knowledge base, and that keeps the draft
-        from FALLBACK (`fallback_when_confirmed` false)."""
+        """True when every claim is CONSISTENT with the trusted knowledge base and
+        `fallback_when_confirmed` is false: the draft cannot then fall back."""
         return (not self.fallback_when_confirmed and bool(checks)
                 and all(c.verdict == "CONSISTENT" for c in checks))
 
