@@ -34,8 +34,8 @@ def test_run_verifies_one_draft_with_both_variants_and_resumes(tmp_path):
     (tmp_path / "kb" / "fleming.md").write_text("Penicillin was discovered in 1928 by "
                                                 "Alexander Fleming.")
     llm = FakeLLM(lambda request: REPLIES[request.purpose])
-    run = {"llm": llm, "retrieval": "hostile", "kb": lambda config: str(tmp_path / "kb"), "out": tmp_path,
-           "k": 2, "progress": lambda line: None, "antisyco__judge_tokens": 64}
+    run = {"llm": llm, "retrieval": "hostile", "kb": lambda config: str(tmp_path / "kb"),
+           "out": tmp_path, "k": 2, "progress": lambda line: None, "antisyco__judge_tokens": 64}
     bench.run(setting=setting(3), limit=2, **run)
     records = bench.read_records(tmp_path / "records.jsonl")
     assert [r["item"] for r in records] == ["q0", "q1"]
