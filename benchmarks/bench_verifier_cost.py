@@ -6,9 +6,10 @@ One process, one loaded model. For each item of a hostile-retrieval setting
 RAG drafts the answer once (that is plain RAG's time, measured in this run), then the verifier
 checks that same draft twice, alternating which variant goes first item by item:
 
-- before: with `--before former` (default) the former behaviour, through settings
-  (`antisyco.extract_claims = "always"`, `antisyco.reuse_draft_reading = false`,
-  `antisyco.judgements = "all"`); with `--before defaults` the current defaults; plus any
+- before: with `--before former` (default) the behaviour of the verifier whose records are in
+  results/hostile/, through settings (`antisyco.extract_claims = "always"`,
+  `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`,
+  `antisyco.fallback_when_confirmed = true`, `antisyco.repair = "reanswer"`); with `--before defaults` the current defaults; plus any
   `--before-set`;
 - after: the current defaults plus any `--after-set` (a change under test, e.g.
   `--before defaults --after-set antisyco.kb_k=1`).
@@ -73,7 +74,8 @@ from faithrag.types import Question, Trace
 
 VARIANTS = ("before", "after")
 FORMER = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading": False,
-          "antisyco__judgements": "all"}
+          "antisyco__judgements": "all", "antisyco__fallback_when_confirmed": True,
+          "antisyco__repair": "reanswer"}
 PHASES = ("antisyco/reflect", "antisyco/claims", "antisyco/falsify", "antisyco/decide")
 PATHS = ("PASS", "REPAIR", "FALLBACK")
 

@@ -298,6 +298,11 @@ class AntisycoConfig(_Strict):
     after a contradicted claim or a draft the knowledge base confirmed; the draft's support
     only when relevance is below relevance_threshold); "all": every judgement, the reflection
     first"""
+    repair: Literal["reference", "reanswer"] = "reference"
+    """"reference": a REPAIR answers with what the contradicting trusted passages gave in
+    falsification (qa mode, when the contradicted claims' reference answers agree; for
+    multiple choice when it names an option), with no further call; otherwise, and always with
+    "reanswer", the answer is asked for again from those passages"""
     fallback_when_confirmed: bool = False
     """false: a draft whose every claim the trusted knowledge base confirmed is never replaced
     by FALLBACK (and, with judgements = "needed", no reflection is asked for it); true: the

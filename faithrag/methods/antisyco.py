@@ -34,9 +34,15 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state
      contradictions (its verdicts followed the prompt's wording, not the passages), while it
      answers questions from passages well, which is all this mode asks of it.
-4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold: the answer is
-   redone from the contradicting trusted passages (told that an earlier answer contradicted
-   them, but not shown it). Otherwise FALLBACK when relevance <
+4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold. With
+   `repair = "reference"` (default) the answer is the reference answer the contradicting
+   trusted passages gave in falsification (qa mode), with no further call, when the
+   contradicted claims' reference answers agree (and, for multiple choice, it names an
+   option). Otherwise, and always with "reanswer" (the paper's form), the answer is redone
+   from the contradicting trusted passages (told that an earlier answer contradicted them, but
+   not shown it). Why: in qa mode falsification has already answered the question from those
+   passages, so the paper's repair asks the same question of the same passages again.
+   Otherwise FALLBACK when relevance <
    relevance_threshold and the draft is UNSUPPORTED, unless the trusted knowledge base
    confirmed every claim (all CONSISTENT; `fallback_when_confirmed = true` restores the
    paper's rule, which ignores the confirmation): the answer is redone without the retrieved
@@ -118,6 +124,7 @@ from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import open_knowledge_base
 from faithrag.retrieval.retriever import Retriever
 from faithrag.types import (
+    PARSE_OK,
     Answer,
     Conflict,
     ConflictCheck,
@@ -132,6 +139,7 @@ PASS, REPAIR, FALLBACK = "PASS", "REPAIR", "FALLBACK"
 DECISIONS = (PASS, REPAIR, FALLBACK)
 CONTRADICTION_MODES = ("qa", "judge")
 CLAIM_EXTRACTION = ("long_drafts", "always")
+REPAIRS = ("reference", "reanswer")
 JUDGEMENTS = ("needed", "all")
 RELEVANCE_LABELS = ("RELEVANT", "SUSPICIOUS", "IRRELEVANT")
 SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "UNSUPPORTED")
@@ -215,7 +223,7 @@ class AntiSycophancyVerifier:
                  claim_tokens: int = 96, answer_tokens: int = 48, kb_name: str = "",
                  extract_claims: str = "long_drafts", short_draft_words: int = 8,
                  reuse_draft_reading: bool = True, judgements: str = "needed",
-                 fallback_when_confirmed: bool = False):
+                 repair: str = "reference", fallback_when_confirmed: bool = False):
         if contradiction not in CONTRADICTION_MODES:
             raise ConfigError(f"Unknown contradiction scoring '{contradiction}'.",
                               f"Choose one of {', '.join(CONTRADICTION_MODES)}.")
@@ -226,6 +234,9 @@ class AntiSycophancyVerifier:
             raise ConfigError(f"Unknown claim extraction '{extract_claims}'.",
                               f"Set antisyco.extract_claims to one of "
                               f"{', '.join(CLAIM_EXTRACTION)}.")
+        if repair not in REPAIRS:
+            raise ConfigError(f"Unknown repair '{repair}'.",
+                              f"Set antisyco.repair to one of {', '.join(REPAIRS)}.")
         self.llm = llm
         self.knowledge_base = knowledge_base
         self.kb_k = kb_k
@@ -241,6 +252,7 @@ class AntiSycophancyVerifier:
         self.short_draft_words = short_draft_words
         self.reuse_draft_reading = reuse_draft_reading
         self.judgements = judgements
+        self.repair = repair
         self.fallback_when_confirmed = fallback_when_confirmed
 
     @classmethod
@@ -268,7 +280,7 @@ class AntiSycophancyVerifier:
                    extract_claims=settings.extract_claims,
                    short_draft_words=settings.short_draft_words,
                    reuse_draft_reading=settings.reuse_draft_reading,
-                   judgements=settings.judgements,
+                   judgements=settings.judgements, repair=settings.repair,
                    fallback_when_confirmed=settings.fallback_when_confirmed)
 
     def verify(self, question: Question, passages: list[Passage], answer: Answer,
@@ -516,7 +528,8 @@ class AntiSycophancyVerifier:
                        for i, c in contradicted]
             if contradicted:
                 decision = REPAIR
-                answer = self._repair(question, [c for _, c in contradicted], step)
+                answer, how = self._repair(question, [c for _, c in contradicted], step)
+                reasons.append(how)
             elif low_relevance and unsupported and not self._confirmed(checks):
                 decision = FALLBACK
                 reasons.append(f"retrieved passages judged {reflection.relevance_label or '?'} "
@@ -592,9 +605,16 @@ class AntiSycophancyVerifier:
         step.checks.append(ConflictCheck(kind, self.name, "conflict"))
 
     def _repair(self, question: Question, contradicted: list[ClaimCheck],
-                step: Step) -> Answer:
-        """Re-answer from the contradicting trusted passages. The refuted draft is not shown:
-        given it, the default model could copy it back into the repair."""
+                step: Step) -> tuple[Answer, str]:
+        """The repaired answer and how it was made: the reference answer of the contradicting
+        trusted passages (`repair = "reference"`, when `_reference_repair` gives one), else
+        answered again from those passages. The refuted draft is not shown: given it, the
+        default model could copy it back into the repair."""
+        if self.repair == "reference":
+            answer = _reference_repair(question, contradicted)
+            if answer is not None:
+                return answer, ("repaired with the reference answer the trusted passages gave "
+                                "in falsification (no further call)")
         evidence = list({p.id: p for c in contradicted for p in c.evidence}.values())
         titles = [p.title for p in evidence]
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
@@ -608,7 +628,8 @@ class AntiSycophancyVerifier:
         fitted = fit(self.llm, render, evidence, self.answer_tokens, step)
         request = GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
                                     stop=ANSWER_STOP, purpose="repair")
-        return read_answer(generate(self.llm, [request], step)[0].text, question)
+        return (read_answer(generate(self.llm, [request], step)[0].text, question),
+                "repaired by asking again from the trusted passages")
 
     def _fallback(self, question: Question, step: Step) -> Answer:
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
@@ -621,6 +642,18 @@ class AntiSycophancyVerifier:
 
 # a second sentence: end punctuation followed by more text
 _SENTENCE_BREAK = re.compile(r"[.!?;]\s+\S")
+
+
+def _reference_repair(question: Question, contradicted: list[ClaimCheck]) -> Answer | None:
+    """The reference answer (qa mode) that every contradicted claim's trusted passages gave;
+    None when one has none (judge mode), they disagree, or it names no option of a
+    multiple-choice question."""
+    references = [c.reference for c in contradicted]
+    first = references[0]
+    if not first or any(not r or not same_answer(first, r) for r in references[1:]):
+        return None
+    answer = read_answer(first, question)
+    return answer if answer.parse_status == PARSE_OK else None
 
 
 def is_short(text: str, max_words: int) -> bool:

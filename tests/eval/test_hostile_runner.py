@@ -73,9 +73,9 @@ def test_poison_fools_vanilla_and_the_verifier_repairs_it(setting, tmp_path):
     assert f"| {DRAFT_PATH} | 3 | 1.0 |" in table
     assert verified["false_intervention_rate"] is None  # defined on clean retrieval only
     repair_cost = verified["cost_by_path"]["REPAIR"]
-    # draft, one claim check, repair: the short draft is its own claim and REPAIR needs no
-    # reflection (antisyco.extract_claims, antisyco.judgements)
-    assert repair_cost["llm_calls"] == 3.0 and repair_cost["prompt_tokens"] > 0
+    # draft and one claim check: the short draft is its own claim, REPAIR needs no reflection
+    # and answers with the check's reference answer (antisyco.extract_claims, .judgements, .repair)
+    assert repair_cost["llm_calls"] == 2.0 and repair_cost["prompt_tokens"] > 0
     manifest = json.loads((tmp_path / "antisyco/manifest.json").read_text())
     assert manifest["config"]["antisyco"]["kb"] == str((tmp_path / "antisyco/trusted_kb").resolve())
     assert manifest["sweep"] == {"setting": "kre_musique", "retrieval": "hostile", "k": 2,
@@ -111,7 +111,7 @@ def test_run_resumes_and_refuses_other_settings(setting, tmp_path):
     before = len(llm.calls)
     summary = run_hostile(setting, "hostile", verify, tmp_path / "run", llm, build,
                           progress=False)
-    assert summary["n"] == 3 and len(llm.calls) - before == 3  # only the third item ran
+    assert summary["n"] == 3 and len(llm.calls) - before == 2  # only the third item ran
     lines = (tmp_path / "run/results.jsonl").read_text().splitlines()
     assert len(lines) == 3 and len({json.loads(x)["id"] for x in lines}) == 3
     with pytest.raises(ConfigError, match="sweep"):
@@ -136,7 +136,7 @@ def test_summaries_and_markdown(setting, hostile_data, tmp_path):
     assert [s["method"] for s in summaries] == ["vanilla", "vanilla+antisyco"]
     table = render_markdown(summaries)
     assert "| kre_musique | hostile | vanilla+antisyco | 3 | 100.0 [" in table
-    assert "| kre_musique | hostile | vanilla+antisyco | REPAIR | 3 | 3.0 |" in table
+    assert "| kre_musique | hostile | vanilla+antisyco | REPAIR | 3 | 2.0 |" in table
 
 
 def test_cli_runs_and_reports(hostile_data, tmp_path, capsys):

@@ -82,9 +82,47 @@ def test_pass_keeps_the_draft_and_batches_the_reflection():
     assert answer.meta["unparsable"] == 0
 
 
+def test_a_repair_answers_with_the_reference_answer_of_the_contradicting_passages():
+    llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming", repair="unused"))
+    answer, trace = verify(llm)
+    assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "REPAIR"
+    assert llm.batches == [["contradiction"]]  # no repair request
+    assert "reference answer" in answer.meta["reasons"][-1]
+    assert [s.name for s in trace.steps] == ["antisyco/claims", "antisyco/falsify",
+                                             "antisyco/reflect", "antisyco/decide"]
+    assert trace.steps[-1].decision == "REPAIR" and not trace.steps[-1].llm_calls
+
+
+@pytest.mark.parametrize("question, claims, contradiction", [
+    # the reference answer names no option
+    (Question("Who discovered penicillin?", choices=["Louis Pasteur", "Alexander Fleming"]),
+     "- Louis Pasteur discovered penicillin.", "ANSWER: London"),
+    # two contradicted claims whose trusted passages answer differently
+    (QUESTION, "- Louis Pasteur discovered penicillin.\n- Paris is in France.",
+     ["ANSWER: Alexander Fleming", "ANSWER: Paris"]),
+])
+def test_a_repair_asks_again_when_the_reference_answers_cannot_be_the_answer(
+        question, claims, contradiction):
+    def reply(request):
+        if request.purpose != "contradiction":
+            return replies(claims=claims, repair="A" if question.choices else
+                           "Alexander Fleming")[request.purpose]
+        if isinstance(contradiction, str):
+            return contradiction
+        return contradiction[0] if "France" not in request.messages[-1].content else \
+            contradiction[1]
+    llm = FakeLLM(reply)
+    trace = Trace()
+    answer = verifier(llm, extract_claims="always", max_claims=2).verify(
+        question, POISON, Answer("Louis Pasteur"), trace)
+    assert answer.meta["decision"] == "REPAIR"
+    assert [c.purpose for c in trace.steps[-1].llm_calls] == ["repair"]
+    assert "asking again" in answer.meta["reasons"][-1]
+
+
 def test_contradicted_claim_is_repaired_from_the_trusted_passages_only():
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
-    answer, trace = verify(llm)
+    answer, trace = verify(llm, repair="reanswer")
     assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "REPAIR"
     assert answer.meta["draft"] == "Louis Pasteur"
     check = answer.meta["claims"][0]
@@ -184,7 +222,7 @@ def test_falsification_first_and_only_the_judgements_the_decision_needs():
         ("contradicted_by_trusted_kb", "no_conflict")]  # relevance not judged, not reported
 
     contradicted = Scripted(replies(contradiction="ANSWER: Alexander Fleming"))
-    answer, trace = verify(contradicted)
+    answer, trace = verify(contradicted, repair="reanswer")
     assert contradicted.batches == [["contradiction"], ["repair"]]  # no reflection
     assert answer.meta["decision"] == "REPAIR" and answer.meta["unparsable"] == 0
     assert trace.steps[2].name == "antisyco/reflect" and not trace.steps[2].llm_calls
@@ -331,8 +369,9 @@ def test_pipeline_runs_the_verifier_after_the_generator(tmp_path):
     result = pipeline.run(QUESTION)
     assert result.answer.text == "Alexander Fleming"
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"] + ["verify"] * 4
-    # draft, 1 check, repair: the short draft is its own claim, and REPAIR needs no reflection
-    assert result.trace.totals()["llm_calls"] == 3
+    # draft and 1 check: the short draft is its own claim, REPAIR needs no reflection and
+    # answers with the check's reference answer
+    assert result.trace.totals()["llm_calls"] == 2
 
 
 @pytest.mark.model
@@ -440,7 +479,7 @@ def test_a_contradicted_claim_is_reported_with_the_draft_and_the_trusted_passage
 
 def test_a_repair_that_gives_the_draft_again_keeps_it():
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming", repair="Louis Pasteur"))
-    _, trace = verify(llm)
+    _, trace = verify(llm, repair="reanswer")
     assert [c.action for c in trace.conflicts] == ["kept"]
 
 
