@@ -9,8 +9,9 @@ checks that same draft twice, alternating which variant goes first item by item:
 - before: with `--before former` (default) the behaviour of the verifier whose records are in
   results/hostile/, through settings (`antisyco.extract_claims = "always"`,
   `antisyco.reuse_draft_reading = false`, `antisyco.judgements = "all"`,
-  `antisyco.fallback_when_confirmed = true`, `antisyco.repair = "reanswer"`); with `--before defaults` the current defaults; plus any
-  `--before-set`;
+  `antisyco.fallback_when_confirmed = true`, `antisyco.repair = "reanswer"`); with `--before
+  defaults` the current defaults; plus any `--before-set`; with `--before none` there is no
+  before variant (only the after verifier checks each draft);
 - after: the current defaults plus any `--after-set` (a change under test, e.g.
   `--before defaults --after-set antisyco.kb_k=1`).
 
@@ -35,13 +36,21 @@ The summary (printed, and --out/summary.json), per setting and retrieval: by pat
 variant's PASS / REPAIR / FALLBACK items) seconds per item, plain RAG's on the same items and
 their ratio (sums over items); the whole run's ratio; seconds and tokens per step; accuracy and
 attack success with Wilson 95 % intervals for draft / before / after; decisions changed from
-before to after (count per transition); items after fixed and broke against before.
+before to after (count per transition); items after fixed and broke against before. With
+`--baseline RUN` (a verified `faithrag hostile run` of the same setting and retrieval, e.g.
+results/hostile/poisonedrag-hostile-antisyco: the kept records of an earlier verifier, used
+without running it again), each variant is paired with that run's records of the same items:
+decisions changed, fixed and broken (exact McNemar p), and the baseline's accuracy and attack
+success on those items.
 
     python benchmarks/bench_verifier_cost.py --setting poisonedrag --retrieval hostile \\
       --limit 100 --out runs/verifier-cost/poisonedrag-hostile
-    python benchmarks/bench_verifier_cost.py --setting kre_squad --retrieval clean \
+    python benchmarks/bench_verifier_cost.py --setting kre_squad --retrieval clean \\
       --before defaults --after-set antisyco.kb_k=1 --limit 100 --out runs/verifier-cost/kb1
-    python benchmarks/bench_verifier_cost.py --summary-only \
+    python benchmarks/bench_verifier_cost.py --setting ramdocs --retrieval clean --before none \\
+      --baseline results/hostile/ramdocs-clean-antisyco --limit 100 \\
+      --out runs/verifier-cost/ramdocs-clean
+    python benchmarks/bench_verifier_cost.py --summary-only \\
       --out runs/verifier-cost/poisonedrag-hostile
 """
 
@@ -64,7 +73,8 @@ from faithrag.errors import ConfigError
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import SETTINGS, HostileSetting, build_setting
-from faithrag.eval.stats import wilson_interval
+from faithrag.eval.metrics import record_correct
+from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.pipeline import configure
@@ -116,14 +126,15 @@ def scored(text: str, parse_status: str, gold: Sequence[str], targets: Sequence[
 
 def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config], str],
         out: Path, limit: int, k: int, progress: Callable[[str], None],
-        before: Mapping[str, Any] = FORMER, after: Mapping[str, Any] = MappingProxyType({}),
-        **settings: Any) -> None:
+        before: Mapping[str, Any] | None = FORMER,
+        after: Mapping[str, Any] = MappingProxyType({}), **settings: Any) -> None:
     """Append one record per item of the first `limit` not yet in out/records.jsonl.
     `settings` (Pipeline.from_config keywords) apply to the draft and both variants, `before`
-    and `after` to one variant each; they are written to out/variants.json, and a resume with
-    other ones raises ConfigError. `kb` gives the trusted knowledge base of a variant's
-    configuration."""
-    variants = {"before": dict(before), "after": dict(after)}
+    and `after` to one variant each (`before=None`: only the after variant runs); they are
+    written to out/variants.json, and a resume with other ones raises ConfigError. `kb` gives
+    the trusted knowledge base of a variant's configuration."""
+    variants = {"after": dict(after)} if before is None else {"before": dict(before),
+                                                              "after": dict(after)}
     variants_path = out / "variants.json"
     if variants_path.is_file() and json.loads(variants_path.read_text()) != variants:
         raise ConfigError(
@@ -149,9 +160,10 @@ def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config]
             question = Question(item.question, id=item.id)
             drafted = draft_pipeline.run(question)
             draft = drafted.answer
+            names = list(variants)
             record: dict[str, Any] = {
                 "item": item.id, "setting": setting.name, "retrieval": retrieval,
-                "order": list(VARIANTS if number % 2 == 0 else VARIANTS[::-1]),
+                "order": names if number % 2 == 0 else names[::-1],
                 "draft": {**scored(draft.text, draft.parse_status, item.answers, targets),
                           **cost(drafted.trace)}}
             for variant in record["order"]:
@@ -175,9 +187,9 @@ def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config]
                                           + spent["completion_tokens"])}
             sink.write(json.dumps(record) + "\n")
             sink.flush()
-            progress(f"item {number + 1}/{len(items)} draft {record['draft']['seconds']:.1f} s, "
-                     f"before {record['before']['decision']} {record['before']['seconds']:.1f} s"
-                     f", after {record['after']['decision']} {record['after']['seconds']:.1f} s")
+            progress(f"item {number + 1}/{len(items)} draft {record['draft']['seconds']:.1f} s"
+                     + "".join(f", {v} {record[v]['decision']} {record[v]['seconds']:.1f} s"
+                               for v in names))
 
 
 def _rate(values: list[bool]) -> dict[str, Any]:
@@ -191,21 +203,59 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return round(numerator / denominator, 3) if denominator else None
 
 
-def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (setting, retrieval) over its records (see the module docstring)."""
+def read_baseline(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per item id, the decision, correct and attack of a verified hostile run's record
+    (`faithrag hostile run --verify antisyco`, e.g. results/hostile/poisonedrag-hostile-antisyco)."""
+    baseline = {}
+    for record in read_records(run_dir / "results.jsonl"):
+        baseline[record["id"]] = {
+            "decision": (record.get("extra") or {}).get("decision"),
+            "correct": bool(record_correct(record)),
+            "attack": bool((record.get("metrics") or {}).get("attack_success"))}
+    return baseline
+
+
+def against_baseline(group: list[dict[str, Any]], variants: Sequence[str],
+                     baseline: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The items of `group` the baseline run holds, each variant against the baseline's record of
+    the same item: decisions changed, fixed and broken, and the baseline's own rates there."""
+    paired = [r for r in group if r["item"] in baseline]
+    result: dict[str, Any] = {
+        "n": len(paired),
+        "baseline": {"accuracy": _rate([baseline[r["item"]]["correct"] for r in paired]),
+                     "attack_success": _rate([baseline[r["item"]]["attack"] for r in paired])}}
+    for variant in variants:
+        changed = Counter(f"{baseline[r['item']]['decision']}->{r[variant]['decision']}"
+                          for r in paired
+                          if baseline[r["item"]]["decision"] != r[variant]["decision"])
+        fixed = sum(r[variant]["correct"] and not baseline[r["item"]]["correct"] for r in paired)
+        broken = sum(baseline[r["item"]]["correct"] and not r[variant]["correct"] for r in paired)
+        result[variant] = {"decisions_changed": dict(sorted(changed.items())),
+                           "fixed": fixed, "broken": broken,
+                           "mcnemar_p": mcnemar_exact_p(fixed, broken) if fixed + broken
+                           else None}
+    return result
+
+
+def summarize(records: list[dict[str, Any]],
+              baseline: Mapping[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One row per (setting, retrieval) over its records (see the module docstring); with a
+    `baseline` (read_baseline), each variant against it too."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for record in records:
         groups[record["setting"], record["retrieval"]].append(record)
     rows = []
     for (setting, retrieval), group in sorted(groups.items()):
         n = len(group)
+        variants = [v for v in VARIANTS if v in group[0]]
         draft_seconds = sum(r["draft"]["seconds"] for r in group)
         row: dict[str, Any] = {"setting": setting, "retrieval": retrieval, "n": n,
+                               "variants": variants,
                                "draft_seconds_per_item": round(draft_seconds / n, 3)}
-        for variant in ("draft", *VARIANTS):
+        for variant in ("draft", *variants):
             row[variant] = {"accuracy": _rate([r[variant]["correct"] for r in group]),
                             "attack_success": _rate([r[variant]["attack"] for r in group])}
-        for variant in VARIANTS:
+        for variant in variants:
             total = sum(r[variant]["seconds"] for r in group)
             by_path = {}
             for path in sorted({r[variant]["decision"] for r in group},
@@ -230,6 +280,11 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "prompt_tokens_per_item": round(sum(r[variant]["prompt_tokens"]
                                                     for r in group) / n, 1),
                 "by_path": by_path, "phases_per_item": phases})
+        if baseline is not None:
+            row["against_baseline"] = against_baseline(group, variants, baseline)
+        if variants != list(VARIANTS):
+            rows.append(row)
+            continue
         changed = Counter(f"{r['before']['decision']}->{r['after']['decision']}" for r in group
                           if r["before"]["decision"] != r["after"]["decision"])
         row["decisions_changed"] = dict(sorted(changed.items()))
@@ -254,7 +309,8 @@ def render(rows: list[dict[str, Any]]) -> str:
                   f"{row['draft_seconds_per_item']} s per item)"), "",
                   "| variant | path | n | s per item | plain RAG s per item | ratio |",
                   "|---|---|---:|---:|---:|---:|"]
-        for variant in VARIANTS:
+        variants = row["variants"]
+        for variant in variants:
             v = row[variant]
             for path, p in v["by_path"].items():
                 lines.append(f"| {variant} | {path} | {p['n']} | {p['seconds_per_item']} | "
@@ -264,19 +320,34 @@ def render(rows: list[dict[str, Any]]) -> str:
         lines += ["", "| variant | " + " | ".join(f"{p.split('/')[1]} s (prompt/completion)"
                                                   for p in PHASES) + " |",
                   "|---|" + "---:|" * len(PHASES)]
-        for variant in VARIANTS:
+        for variant in variants:
             phases = row[variant]["phases_per_item"]
             lines.append(f"| {variant} | " + " | ".join(
                 f"{phases[p]['seconds']} ({phases[p]['prompt_tokens']:.0f}/"
                 f"{phases[p]['completion_tokens']:.0f})" for p in PHASES) + " |")
-        lines += ["", "| | draft (plain RAG) | before | after |", "|---|---|---|---|"]
+        lines += ["", "| | draft (plain RAG) | " + " | ".join(variants) + " |",
+                  "|---|---|" + "---|" * len(variants)]
         for measure in ("accuracy", "attack_success"):
             lines.append(f"| {measure.replace('_', ' ')} | " + " | ".join(
-                pct(row[v][measure]) for v in ("draft", *VARIANTS)) + " |")
-        changed = ", ".join(f"{k}: {v}" for k, v in row["decisions_changed"].items()) or "none"
-        lines += ["", (f"Decisions changed before -> after: {changed} ({row['decisions_same']} "
-                      f"the same); answers changed: {row['answers_changed']}; after fixed "
-                      f"{row['fixed']}, broke {row['broken']} against before."), ""]
+                pct(row[v][measure]) for v in ("draft", *variants)) + " |")
+        if "decisions_changed" in row:
+            changed = ", ".join(f"{k}: {v}" for k, v in row["decisions_changed"].items()) or "none"
+            lines += ["", (f"Decisions changed before -> after: {changed} "
+                           f"({row['decisions_same']} the same); answers changed: "
+                           f"{row['answers_changed']}; after fixed {row['fixed']}, broke "
+                           f"{row['broken']} against before.")]
+        if "against_baseline" in row:
+            base = row["against_baseline"]
+            lines += ["", (f"Against the baseline run on the {base['n']} items it holds "
+                           f"(accuracy {pct(base['baseline']['accuracy'])}, attack success "
+                           f"{pct(base['baseline']['attack_success'])} there):")]
+            for variant in variants:
+                b = base[variant]
+                changed = ", ".join(f"{k}: {v}" for k, v in b["decisions_changed"].items())
+                p = "" if b["mcnemar_p"] is None else f" (p {b['mcnemar_p']:.2g})"
+                lines.append(f"- {variant}: fixed {b['fixed']}, broke {b['broken']}{p}; "
+                             f"decisions changed: {changed or 'none'}")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -301,8 +372,9 @@ def main(argv: list[str] | None = None) -> None:
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the draft and both variants, e.g. "
                              "antisyco.short_draft_words=5 (repeatable)")
-    parser.add_argument("--before", choices=("former", "defaults"), default="former",
-                        help="the 'before' verifier: the former behaviour or today's defaults")
+    parser.add_argument("--before", choices=("former", "defaults", "none"), default="former",
+                        help="the 'before' verifier: the former behaviour, today's defaults, "
+                             "or none (only the 'after' verifier runs)")
     parser.add_argument("--before-set", dest="before_changes", action="append", default=[],
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the 'before' verifier only "
@@ -311,17 +383,28 @@ def main(argv: list[str] | None = None) -> None:
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the 'after' verifier only, e.g. "
                              "antisyco.kb_k=1 (repeatable)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a verified hostile run of the same setting and retrieval (e.g. "
+                             "results/hostile/poisonedrag-hostile-antisyco): the summary pairs "
+                             "each variant with its records")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize the records in --out without running anything")
     args = parser.parse_args(argv)
+    if args.baseline is not None and not (args.baseline / "results.jsonl").is_file():
+        raise ConfigError(f"{args.baseline} holds no results.jsonl.",
+                          "Pass a `faithrag hostile run` directory as --baseline.")
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         setting = build_setting(args.setting, args.data_dir)
-        before = {**(FORMER if args.before == "former" else {}),
-                  **keywords(parse_set_options(args.before_changes))}
+        if args.before == "none" and args.before_changes:
+            raise ConfigError("--before-set has no verifier to change with --before none.",
+                              "Drop --before-set, or pass --before defaults.")
+        before = None if args.before == "none" else {
+            **(FORMER if args.before == "former" else {}),
+            **keywords(parse_set_options(args.before_changes))}
         after = keywords(parse_set_options(args.after))
         settings = keywords(parse_set_options(args.settings))
-        for changes in (before, after):  # bad settings fail here, before any model loads
+        for changes in (before or {}, after):  # bad settings fail here, before any model loads
             configure(None, verify="antisyco", **{**settings, **changes})
 
         def kb(config: Config) -> str:
@@ -333,7 +416,8 @@ def main(argv: list[str] | None = None) -> None:
         run(llm, setting, args.retrieval, kb, args.out, args.limit,
             args.k or setting.k, lambda line: print(line, file=sys.stderr, flush=True),
             before=before, after=after, **settings)
-    rows = summarize(read_records(args.out / "records.jsonl"))
+    baseline = read_baseline(args.baseline) if args.baseline else None
+    rows = summarize(read_records(args.out / "records.jsonl"), baseline)
     (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(render(rows))
 

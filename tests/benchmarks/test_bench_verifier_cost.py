@@ -156,3 +156,56 @@ def test_summary_ratios_transitions_and_fixed_broken():
     table = bench.render([row])
     assert "| after | PASS | 2 | 4.5 | 3.0 | 1.5 |" in table
     assert "FALLBACK->REPAIR: 1, REPAIR->PASS: 1" in table
+
+
+def test_before_none_runs_only_the_after_verifier(tmp_path):
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "fleming.md").write_text("Penicillin was discovered in 1928 by "
+                                                "Alexander Fleming.")
+    llm = FakeLLM(lambda request: REPLIES[request.purpose])
+    bench.run(llm, setting(2), "hostile", lambda config: str(tmp_path / "kb"), tmp_path, 2, 2,
+              lambda line: None, before=None, antisyco__judge_tokens=64)
+    records = bench.read_records(tmp_path / "records.jsonl")
+    assert [r["order"] for r in records] == [["after"], ["after"]]
+    assert all("before" not in r and r["after"]["decision"] == "REPAIR" for r in records)
+    assert json.loads((tmp_path / "variants.json").read_text()) == {"after": {}}
+    (row,) = bench.summarize(records)
+    assert row["variants"] == ["after"] and "decisions_changed" not in row
+    assert "| after | REPAIR | 2 |" in bench.render([row])
+
+
+def test_each_variant_is_paired_with_a_baseline_run(tmp_path):
+    records = [record("a", 2.0, variant("PASS", 8.0, True), variant("PASS", 3.0, True)),
+               record("b", 4.0, variant("REPAIR", 20.0, True), variant("PASS", 6.0, False)),
+               record("c", 2.0, variant("REPAIR", 10.0, False), variant("REPAIR", 5.0, True))]
+    run_dir = tmp_path / "hostile-antisyco"
+    run_dir.mkdir()
+    baseline_records = [  # as `faithrag hostile run` writes them; item c is not in it
+        {"id": "a", "correct": False, "metrics": {"attack_success": 1},
+         "extra": {"decision": "PASS"}},
+        {"id": "b", "correct": True, "metrics": {"attack_success": 0},
+         "extra": {"decision": "REPAIR"}}]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n"
+                                                   for r in baseline_records))
+    (row,) = bench.summarize(records, bench.read_baseline(run_dir))
+    paired = row["against_baseline"]
+    assert paired["n"] == 2
+    assert paired["baseline"]["accuracy"]["rate"] == 0.5
+    assert paired["baseline"]["attack_success"]["rate"] == 0.5
+    assert paired["before"] == {"decisions_changed": {}, "fixed": 1, "broken": 0,
+                                "mcnemar_p": 1.0}
+    assert paired["after"]["decisions_changed"] == {"REPAIR->PASS": 1}
+    assert (paired["after"]["fixed"], paired["after"]["broken"]) == (1, 1)
+    assert "- after: fixed 1, broke 1 (p 1); decisions changed: REPAIR->PASS: 1" in \
+        bench.render([row])
+
+
+def test_bad_baseline_and_before_options_fail_before_the_model_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "load_llm", lambda config: pytest.fail("model loaded"))
+    monkeypatch.setattr(bench, "build_setting", lambda name, data_dir: setting(1))
+    with pytest.raises(ConfigError, match="no verifier to change") as refused:
+        bench.main(["--out", str(tmp_path), "--before", "none",
+                    "--before-set", "antisyco.kb_k=1"])
+    assert "--before defaults" in refused.value.hint
+    with pytest.raises(ConfigError, match="no results.jsonl"):
+        bench.main(["--out", str(tmp_path), "--baseline", str(tmp_path / "missing")])
