@@ -107,7 +107,7 @@ def test_the_verifier_asks_for_labels_scores_claims_and_checks_with_grammars():
     llm = FakeLLM(lambda request: replies[request.purpose])
     kb = InMemoryRetriever([Passage("kb", "Penicillin was discovered by Alexander Fleming.")])
     stage = AntiSycophancyVerifier(llm, kb, judge_tokens=64, extract_claims="always",
-                                   judgements="all")
+                                   judgements="all", repair="reanswer")
     stage.verify(OPEN, PASSAGES[:1], Answer("Louis Pasteur"), Trace())
     grammar = {r.purpose: r.grammar for r in llm.calls}
     assert grammar["relevance"] == schemas.label_grammar("RELEVANCE", RELEVANCE_LABELS, True)
