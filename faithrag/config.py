@@ -180,6 +180,17 @@ class PipelineConfig(_Strict):
                                                 ("detector", self.detect)) if name is not None]
 
 
+class ConflictsConfig(_Strict):
+    """The conflict detector (pipeline.detect = "conflicts"). When the passages give two or more
+    different answers, the first passage of each of the two largest answer groups is judged:
+    the same subject or not (log-odds of "Yes", averaged over both orders)."""
+
+    same_subject_threshold: float = -0.5
+    """below this log-odds of "same subject" the disagreement is reported as `ambiguous` (both
+    answers may be right), otherwise as `passage_vs_passage`; lower it for fewer, surer
+    `ambiguous` reports"""
+
+
 class CSRAGConfig(_Strict):
     """Conflict-suppressed decoding: logits += alpha*[token in facts] + beta*[token in context]."""
 
@@ -331,6 +342,7 @@ class Config(_Strict):
     rerank: RerankConfig = RerankConfig()
     csrag: CSRAGConfig = CSRAGConfig()
     antisyco: AntisycoConfig = AntisycoConfig()
+    conflicts: ConflictsConfig = ConflictsConfig()
     use_cache: bool = True
     """cache paraphrases, facts and embeddings under FAITHRAG_CACHE (results do not change)"""
 

@@ -19,8 +19,9 @@ Model calls, all greedy, each answer bounded by `answer_tokens`, passages cut to
    of each of the two largest answer groups, judged by crossval's same-subject question ("A
    name in a question can refer to several different people, works, places or events. Do
    passages A and B speak about the same one? Answer Yes or No.") as choice scores — no
-   generation — in both orders; the averaged log-odds of "Yes" below `SAME_SUBJECT_THRESHOLD`
-   (crossval's default, chosen on ramdocs_rank pairs) means different subjects.
+   generation — in both orders; the averaged log-odds of "Yes" below `same_subject_threshold`
+   (config `conflicts.same_subject_threshold`; its default is crossval's, chosen on
+   ramdocs_rank pairs) means different subjects.
 So a question costs one `generate()` call with k + 1 requests, plus two scoring calls when the
 passages disagree.
 
@@ -113,7 +114,6 @@ MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
 READ_MULTIPLE_CHOICE = SIDE_INSTRUCTION.replace("<a short phrase>", "<the text of one option>")
 ANSWER_STOP = ("\n",)  # an answer is one line
 PASSAGE_TOKENS = 300
-SAME_SUBJECT_THRESHOLD = -0.5  # crossval's rerank.same_subject_threshold default
 
 ANSWERED = "answer"
 NO_ANSWER = "no_answer"
@@ -218,12 +218,14 @@ class ConflictDetector:
 
     name = "conflicts"
 
-    def __init__(self, llm: LLM, answer_tokens: int = 48, passage_tokens: int = PASSAGE_TOKENS):
+    def __init__(self, llm: LLM, answer_tokens: int = 48, passage_tokens: int = PASSAGE_TOKENS,
+                 same_subject_threshold: float = -0.5):
         if answer_tokens < 1 or passage_tokens < 1:
             raise ValueError("answer_tokens and passage_tokens must be >= 1")
         self.llm = llm
         self.answer_tokens = answer_tokens
         self.passage_tokens = passage_tokens
+        self.same_subject_threshold = same_subject_threshold
 
     # ------------------------------------------------------------------ requests
     def _memory_request(self, question: Question) -> GenerationRequest:
@@ -313,7 +315,7 @@ class ConflictDetector:
         largest = max(len(g.passages) for g in groups)
         confidence = (answering - largest) / answering
         sides = [g.side() for g in groups]
-        if odds < SAME_SUBJECT_THRESHOLD:
+        if odds < self.same_subject_threshold:
             kind, other = "ambiguous", "passage_vs_passage"
             note = "the passages speak of different subjects that share a name"
         else:
@@ -366,4 +368,5 @@ class ConflictDetector:
                       "low-relevance conflicts; changes nothing")
 def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | None
                             ) -> ConflictDetector:
-    return ConflictDetector(llm, answer_tokens=config.generation.answer_tokens)
+    return ConflictDetector(llm, answer_tokens=config.generation.answer_tokens,
+                            same_subject_threshold=config.conflicts.same_subject_threshold)

@@ -231,11 +231,21 @@ def test_the_answer_is_left_alone_in_a_pipeline_and_detection_runs_last():
     assert data["conflicts"][0]["sides"][1]["passages"] == ["p2"]
 
 
+def test_the_same_subject_threshold_is_configured():
+    llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles"}, same=-0.4)
+    assert [c.kind for c in detect(llm, same_subject_threshold=-0.3)[0]] == ["ambiguous"]
+    pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
+                                    backend="fake", conflicts__same_subject_threshold=-0.3)
+    assert pipeline.detector.same_subject_threshold == -0.3
+    assert "ambiguous" in [c.kind for c in pipeline.run(QUESTION).conflicts]
+
+
 def test_from_config_builds_the_detector():
     llm = Scripted(readings={"p1": "Mutemath"})
     pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
                                     backend="fake")
     assert isinstance(pipeline.detector, ConflictDetector)
+    assert pipeline.detector.same_subject_threshold == -0.5
     assert Pipeline.from_config(llm=llm, passages=PASSAGES, backend="fake").detector is None
     assert "conflicts" in registry.names("detector")
     assert Config.load(overrides={"pipeline.detect": "conflicts"}).pipeline.detect == "conflicts"
