@@ -37,6 +37,7 @@ from faithrag.answers import attack_success, containment
 from faithrag.eval.hostile_settings import build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p
+from faithrag.methods.antisyco import agreed_reference
 from faithrag.methods.cfrag.answers import same_answer
 
 COUNTS = ("repair", "asked_again", "same_answer", "request_correct", "reference_correct",
@@ -45,14 +46,11 @@ COUNTS = ("repair", "asked_again", "same_answer", "request_correct", "reference_
 
 
 def reference_answer(extra: dict[str, Any]) -> str | None:
-    """The reference answer every contradicted claim's trusted passages agree on, else None (the
-    verifier then sends the repair request)."""
-    references = [c.get("reference") for c in extra.get("claims", [])
-                  if c.get("verdict") == "CONTRADICTED"]
-    if not references or not references[0]:
-        return None
-    first = references[0]
-    return first if all(r and same_answer(first, r) for r in references[1:]) else None
+    """The reference answer every contradicted claim's trusted passages agree on, by the
+    verifier's own rule (`agreed_reference`), else None (the verifier then sends the repair
+    request)."""
+    return agreed_reference([c.get("reference") for c in extra.get("claims", [])
+                             if c.get("verdict") == "CONTRADICTED"])
 
 
 def compare(run_dir: Path, data_dir: str | None) -> dict[str, Any]:
@@ -127,8 +125,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                    "request_prompt_tokens_per_repair":
                        total["request_prompt_tokens"] / total["repair"]}
         else:
-            total.update({k: v for k, v in row.items() if isinstance(v, (int, float))
-                          and not isinstance(v, bool) and k in COUNTS})
+            total.update({k: row[k] for k in COUNTS if k in row})
         p = "" if row["mcnemar_p"] is None else f" ({row['mcnemar_p']:.2f})"
         lines.append(
             f"| {row['setting']} | {row['retrieval']} | {row['repair']} | "

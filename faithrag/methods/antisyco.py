@@ -644,15 +644,23 @@ class AntiSycophancyVerifier:
 _SENTENCE_BREAK = re.compile(r"[.!?;]\s+\S")
 
 
-def _reference_repair(question: Question, contradicted: list[ClaimCheck]) -> Answer | None:
-    """The reference answer (qa mode) that every contradicted claim's trusted passages gave;
-    None when one has none (judge mode), they disagree, or it names no option of a
-    multiple-choice question."""
-    references = [c.reference for c in contradicted]
-    first = references[0]
-    if not first or any(not r or not same_answer(first, r) for r in references[1:]):
+def agreed_reference(references: list[str | None]) -> str | None:
+    """The reference answer all of `references` give (the first, when every other is the same
+    answer); None when there is none, one is missing (judge mode) or they disagree."""
+    if not references or not references[0]:
         return None
-    answer = read_answer(first, question)
+    first = references[0]
+    return first if all(r and same_answer(first, r) for r in references[1:]) else None
+
+
+def _reference_repair(question: Question, contradicted: list[ClaimCheck]) -> Answer | None:
+    """The reference answer (qa mode) that every contradicted claim's trusted passages gave
+    (`agreed_reference`); None when there is none or it names no option of a multiple-choice
+    question."""
+    reference = agreed_reference([c.reference for c in contradicted])
+    if reference is None:
+        return None
+    answer = read_answer(reference, question)
     return answer if answer.parse_status == PARSE_OK else None
 
 
