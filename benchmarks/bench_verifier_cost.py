@@ -52,6 +52,11 @@ success on those items.
       --out runs/verifier-cost/ramdocs-clean
     python benchmarks/bench_verifier_cost.py --summary-only \\
       --out runs/verifier-cost/poisonedrag-hostile
+    python benchmarks/bench_verifier_cost.py --table runs/verifier-cost/ramdocs-*
+
+`--table` prints one line per run (from its summary.json) for one verifier (`--variant`): per
+path and for the whole run its time and prompt tokens against plain RAG's on the same items,
+attack success and accuracy against plain RAG and the baseline run, fixed / broken against it.
 """
 
 from __future__ import annotations
@@ -251,7 +256,9 @@ def summarize(records: list[dict[str, Any]],
         draft_seconds = sum(r["draft"]["seconds"] for r in group)
         row: dict[str, Any] = {"setting": setting, "retrieval": retrieval, "n": n,
                                "variants": variants,
-                               "draft_seconds_per_item": round(draft_seconds / n, 3)}
+                               "draft_seconds_per_item": round(draft_seconds / n, 3),
+                               "draft_prompt_tokens_per_item": round(
+                                   sum(r["draft"]["prompt_tokens"] for r in group) / n, 1)}
         for variant in ("draft", *variants):
             row[variant] = {"accuracy": _rate([r[variant]["correct"] for r in group]),
                             "attack_success": _rate([r[variant]["attack"] for r in group])}
@@ -263,10 +270,16 @@ def summarize(records: list[dict[str, Any]],
                 on_path = [r for r in group if r[variant]["decision"] == path]
                 seconds = sum(r[variant]["seconds"] for r in on_path)
                 plain = sum(r["draft"]["seconds"] for r in on_path)
+                tokens = sum(r[variant]["prompt_tokens"] for r in on_path)
+                plain_tokens = sum(r["draft"]["prompt_tokens"] for r in on_path)
                 by_path[path] = {"n": len(on_path),
                                  "seconds_per_item": round(seconds / len(on_path), 3),
                                  "plain_rag_seconds_per_item": round(plain / len(on_path), 3),
-                                 "ratio": _ratio(seconds, plain)}
+                                 "ratio": _ratio(seconds, plain),
+                                 "prompt_tokens_per_item": round(tokens / len(on_path), 1),
+                                 "plain_rag_prompt_tokens_per_item": round(
+                                     plain_tokens / len(on_path), 1),
+                                 "prompt_tokens_ratio": _ratio(tokens, plain_tokens)}
             phases = {}
             for phase in PHASES:
                 spent = [r[variant]["phases"].get(phase) for r in group]
@@ -279,6 +292,8 @@ def summarize(records: list[dict[str, Any]],
                                                                                    draft_seconds),
                 "prompt_tokens_per_item": round(sum(r[variant]["prompt_tokens"]
                                                     for r in group) / n, 1),
+                "prompt_tokens_ratio": _ratio(sum(r[variant]["prompt_tokens"] for r in group),
+                                              sum(r["draft"]["prompt_tokens"] for r in group)),
                 "by_path": by_path, "phases_per_item": phases})
         if baseline is not None:
             row["against_baseline"] = against_baseline(group, variants, baseline)
@@ -351,6 +366,53 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _pct(rate: dict[str, Any], interval: bool = True) -> str:
+    if rate["rate"] is None:
+        return "—"
+    if not interval:
+        return f"{100 * rate['rate']:.0f}"
+    low, high = rate["ci"]
+    return f"{100 * rate['rate']:.0f} [{100 * low:.0f}, {100 * high:.0f}]"
+
+
+def _times(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def table(rows: Sequence[dict[str, Any]], variant: str = "after") -> str:
+    """One line per setting and retrieval for `variant` of summarize's rows: plain RAG's seconds
+    per item; per path its n and time (prompt tokens) against plain RAG on the same items; the
+    whole run's; attack success and accuracy of plain RAG, the variant (with Wilson 95 %
+    intervals) and the baseline run on the same items; fixed / broken against the baseline."""
+    lines = ["| setting | retrieval | n | plain RAG s / item | "
+             + " | ".join(f"{path}: n, × time (× prompt tokens)" for path in PATHS)
+             + " | whole run: × time (× prompt tokens) | attack success %: plain / verifier / "
+               "kept run | accuracy %: plain / verifier / kept run | verifier vs kept run: "
+               "fixed / broken (p) |",
+             "|---|---|---:|---:|" + "---|" * (len(PATHS) + 4)]
+    for row in rows:
+        v = row[variant]
+        paths = [f"{p['n']}, {_times(p['ratio'])} ({_times(p['prompt_tokens_ratio'])})"
+                 if (p := v["by_path"].get(path)) else "—" for path in PATHS]
+        base = row.get("against_baseline")
+        kept = {m: _pct(base["baseline"][m]) if base else "—"
+                for m in ("attack_success", "accuracy")}
+        if base:
+            b = base[variant]
+            p_value = "" if b["mcnemar_p"] is None else f" ({b['mcnemar_p']:.2g})"
+            paired = f"{b['fixed']} / {b['broken']}{p_value}"
+        else:
+            paired = "—"
+        lines.append(
+            f"| {row['setting']} | {row['retrieval']} | {row['n']} | "
+            f"{row['draft_seconds_per_item']:.1f} | " + " | ".join(paths)
+            + f" | **{_times(v['whole_run_ratio'])}** ({_times(v['prompt_tokens_ratio'])}) | "
+            + " | ".join(f"{_pct(row['draft'][m], interval=False)} / {_pct(v[m])} / {kept[m]}"
+                         for m in ("attack_success", "accuracy"))
+            + f" | {paired} |")
+    return "\n".join(lines)
+
+
 def keywords(dotted: Mapping[str, Any]) -> dict[str, Any]:
     """{"antisyco.kb_k": 1} -> {"antisyco__kb_k": 1} (configure's keyword form)."""
     return {key.replace(".", "__"): value for key, value in dotted.items()}
@@ -367,7 +429,7 @@ def main(argv: list[str] | None = None) -> None:
                                                           "setting's")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="the run's directory (required unless --table)")
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="SECTION.KEY=VALUE",
                         help="a configuration value for the draft and both variants, e.g. "
@@ -389,7 +451,22 @@ def main(argv: list[str] | None = None) -> None:
                              "each variant with its records")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize the records in --out without running anything")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="RUN",
+                        help="print one table line per run directory (its summary.json), and "
+                             "run nothing")
+    parser.add_argument("--variant", choices=VARIANTS, default="after",
+                        help="the verifier --table shows (default: after)")
     args = parser.parse_args(argv)
+    if args.table:
+        missing = [str(d) for d in args.table if not (d / "summary.json").is_file()]
+        if missing:
+            raise ConfigError(f"no summary.json in {', '.join(missing)}.",
+                              "Write it with --summary-only --out RUN.")
+        print(table([row for d in args.table
+                     for row in json.loads((d / "summary.json").read_text())], args.variant))
+        return
+    if args.out is None:
+        parser.error("--out is required (or --table RUN ...)")
     if args.baseline is not None and not (args.baseline / "results.jsonl").is_file():
         raise ConfigError(f"{args.baseline} holds no results.jsonl.",
                           "Pass a `faithrag hostile run` directory as --baseline.")

@@ -126,7 +126,8 @@ def variant(decision, seconds, correct, attack=False, reflect=1.0):
 
 def record(item, draft_seconds, before, after, draft_correct=False):
     return {"item": item, "setting": "toy", "retrieval": "hostile",
-            "draft": {"seconds": draft_seconds, "correct": draft_correct, "attack": True},
+            "draft": {"seconds": draft_seconds, "correct": draft_correct, "attack": True,
+                      "prompt_tokens": 50},
             "before": before, "after": after}
 
 
@@ -140,7 +141,8 @@ def test_summary_ratios_transitions_and_fixed_broken():
     after = row["after"]["by_path"]
     assert list(after) == ["PASS", "REPAIR"]
     assert after["PASS"] == {"n": 2, "seconds_per_item": 4.5, "plain_rag_seconds_per_item": 3.0,
-                             "ratio": 1.5}
+                             "ratio": 1.5, "prompt_tokens_per_item": 100.0,
+                             "plain_rag_prompt_tokens_per_item": 50.0, "prompt_tokens_ratio": 2.0}
     assert after["REPAIR"]["ratio"] == 2.25  # (5 + 4) / (2 + 2)
     assert row["before"]["by_path"]["FALLBACK"]["ratio"] == 4.5
     assert row["before"]["whole_run_ratio"] == 4.7  # 47 / 10
@@ -209,3 +211,24 @@ def test_bad_baseline_and_before_options_fail_before_the_model_loads(tmp_path, m
     assert "--before defaults" in refused.value.hint
     with pytest.raises(ConfigError, match="no results.jsonl"):
         bench.main(["--out", str(tmp_path), "--baseline", str(tmp_path / "missing")])
+
+
+def test_table_gives_one_line_per_run_against_the_kept_run(tmp_path, capsys):
+    records = [record("a", 2.0, variant("PASS", 8.0, True), variant("PASS", 3.0, True)),
+               record("b", 4.0, variant("REPAIR", 20.0, True), variant("REPAIR", 6.0, False))]
+    baseline = {"a": {"decision": "PASS", "correct": False, "attack": True},
+                "b": {"decision": "REPAIR", "correct": True, "attack": False}}
+    rows = bench.summarize(records, baseline)
+    line = bench.table(rows).splitlines()[2]
+    assert line.startswith("| toy | hostile | 2 | 3.0 | 1, 1.50× (2.00×) | 1, 1.50× (2.00×) | — |")
+    assert "| **1.50×** (2.00×) |" in line
+    assert "| 100 / 0 [0, 66] / 50 [9, 91] |" in line  # attack success: plain / after / kept
+    assert line.endswith("| 1 / 1 (1) |")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "summary.json").write_text(json.dumps(rows))
+    bench.main(["--table", str(run_dir)])
+    assert capsys.readouterr().out.strip().splitlines()[2] == line
+    with pytest.raises(ConfigError, match="no summary.json") as refused:
+        bench.main(["--table", str(tmp_path)])
+    assert "--summary-only" in refused.value.hint
