@@ -383,13 +383,14 @@ def table(rows: Sequence[dict[str, Any]], variant: str = "after") -> str:
     """One line per setting and retrieval for `variant` of summarize's rows: plain RAG's seconds
     per item; per path its n and time (prompt tokens) against plain RAG on the same items; the
     whole run's; attack success and accuracy of plain RAG, the variant (with Wilson 95 %
-    intervals) and the baseline run on the same items; fixed / broken against the baseline."""
+    intervals) and the baseline run on the same items; fixed / broken and the decisions changed
+    against the baseline."""
     lines = ["| setting | retrieval | n | plain RAG s / item | "
              + " | ".join(f"{path}: n, × time (× prompt tokens)" for path in PATHS)
              + " | whole run: × time (× prompt tokens) | attack success %: plain / verifier / "
                "kept run | accuracy %: plain / verifier / kept run | verifier vs kept run: "
-               "fixed / broken (p) |",
-             "|---|---|---:|---:|" + "---|" * (len(PATHS) + 4)]
+               "fixed / broken (p) | decisions changed from the kept run's |",
+             "|---|---|---:|---:|" + "---|" * (len(PATHS) + 5)]
     for row in rows:
         v = row[variant]
         paths = [f"{p['n']}, {_times(p['ratio'])} ({_times(p['prompt_tokens_ratio'])})"
@@ -401,15 +402,17 @@ def table(rows: Sequence[dict[str, Any]], variant: str = "after") -> str:
             b = base[variant]
             p_value = "" if b["mcnemar_p"] is None else f" ({b['mcnemar_p']:.2g})"
             paired = f"{b['fixed']} / {b['broken']}{p_value}"
+            changed = ", ".join(f"{k.replace('->', '→')} {n}"
+                                for k, n in b["decisions_changed"].items()) or "none"
         else:
-            paired = "—"
+            paired = changed = "—"
         lines.append(
             f"| {row['setting']} | {row['retrieval']} | {row['n']} | "
             f"{row['draft_seconds_per_item']:.1f} | " + " | ".join(paths)
             + f" | **{_times(v['whole_run_ratio'])}** ({_times(v['prompt_tokens_ratio'])}) | "
             + " | ".join(f"{_pct(row['draft'][m], interval=False)} / {_pct(v[m])} / {kept[m]}"
                          for m in ("attack_success", "accuracy"))
-            + f" | {paired} |")
+            + f" | {paired} | {changed} |")
     return "\n".join(lines)
 
 

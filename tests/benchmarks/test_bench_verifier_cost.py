@@ -223,7 +223,7 @@ def test_table_gives_one_line_per_run_against_the_kept_run(tmp_path, capsys):
     assert line.startswith("| toy | hostile | 2 | 3.0 | 1, 1.50× (2.00×) | 1, 1.50× (2.00×) | — |")
     assert "| **1.50×** (2.00×) |" in line
     assert "| 100 / 0 [0, 66] / 50 [9, 91] |" in line  # attack success: plain / after / kept
-    assert line.endswith("| 1 / 1 (1) |")
+    assert line.endswith("| 1 / 1 (1) | none |")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "summary.json").write_text(json.dumps(rows))
