@@ -465,8 +465,18 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             raise ConfigError(f"no summary.json in {', '.join(missing)}.",
                               "Write it with --summary-only --out RUN.")
-        print(table([row for d in args.table
-                     for row in json.loads((d / "summary.json").read_text())], args.variant))
+        rows = []
+        for run_dir in args.table:
+            for row in json.loads((run_dir / "summary.json").read_text()):
+                if args.variant not in row.get("variants", ()):
+                    raise ConfigError(f"{run_dir} ran no '{args.variant}' verifier.",
+                                      f"Pass --variant {' or '.join(row.get('variants', ()))}.")
+                if "prompt_tokens_ratio" not in row[args.variant]:
+                    raise ConfigError(f"{run_dir}/summary.json was written by an earlier "
+                                      "version of this script.",
+                                      f"Write it again with --summary-only --out {run_dir}.")
+                rows.append(row)
+        print(table(rows, args.variant))
         return
     if args.out is None:
         parser.error("--out is required (or --table RUN ...)")

@@ -232,3 +232,13 @@ def test_table_gives_one_line_per_run_against_the_kept_run(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no summary.json") as refused:
         bench.main(["--table", str(tmp_path)])
     assert "--summary-only" in refused.value.hint
+    (row,) = rows
+    del row["after"]["prompt_tokens_ratio"]  # as an earlier version of the script wrote it
+    (run_dir / "summary.json").write_text(json.dumps([row]))
+    with pytest.raises(ConfigError, match="earlier version") as refused:
+        bench.main(["--table", str(run_dir)])
+    assert f"--summary-only --out {run_dir}" in refused.value.hint
+    (run_dir / "summary.json").write_text(json.dumps([{**row, "variants": ["after"]}]))
+    with pytest.raises(ConfigError, match="no 'before' verifier") as refused:
+        bench.main(["--table", str(run_dir), "--variant", "before"])
+    assert refused.value.hint == "Pass --variant after."
