@@ -474,7 +474,8 @@ def main(argv: list[str] | None = None) -> None:
                 if "prompt_tokens_ratio" not in row[args.variant]:
                     raise ConfigError(f"{run_dir}/summary.json was written by an earlier "
                                       "version of this script.",
-                                      f"Write it again with --summary-only --out {run_dir}.")
+                                      f"Write it again with --summary-only --out {run_dir} "
+                                      "and the run's --baseline.")
                 rows.append(row)
         print(table(rows, args.variant))
         return
