@@ -254,16 +254,17 @@ def summarize(records: list[dict[str, Any]],
         n = len(group)
         variants = [v for v in VARIANTS if v in group[0]]
         draft_seconds = sum(r["draft"]["seconds"] for r in group)
+        draft_tokens = sum(r["draft"]["prompt_tokens"] for r in group)
         row: dict[str, Any] = {"setting": setting, "retrieval": retrieval, "n": n,
                                "variants": variants,
                                "draft_seconds_per_item": round(draft_seconds / n, 3),
-                               "draft_prompt_tokens_per_item": round(
-                                   sum(r["draft"]["prompt_tokens"] for r in group) / n, 1)}
+                               "draft_prompt_tokens_per_item": round(draft_tokens / n, 1)}
         for variant in ("draft", *variants):
             row[variant] = {"accuracy": _rate([r[variant]["correct"] for r in group]),
                             "attack_success": _rate([r[variant]["attack"] for r in group])}
         for variant in variants:
             total = sum(r[variant]["seconds"] for r in group)
+            total_tokens = sum(r[variant]["prompt_tokens"] for r in group)
             by_path = {}
             for path in sorted({r[variant]["decision"] for r in group},
                                key=lambda p: (PATHS + (p,)).index(p)):
@@ -290,10 +291,8 @@ def summarize(records: list[dict[str, Any]],
             row[variant].update({
                 "seconds_per_item": round(total / n, 3), "whole_run_ratio": _ratio(total,
                                                                                    draft_seconds),
-                "prompt_tokens_per_item": round(sum(r[variant]["prompt_tokens"]
-                                                    for r in group) / n, 1),
-                "prompt_tokens_ratio": _ratio(sum(r[variant]["prompt_tokens"] for r in group),
-                                              sum(r["draft"]["prompt_tokens"] for r in group)),
+                "prompt_tokens_per_item": round(total_tokens / n, 1),
+                "prompt_tokens_ratio": _ratio(total_tokens, draft_tokens),
                 "by_path": by_path, "phases_per_item": phases})
         if baseline is not None:
             row["against_baseline"] = against_baseline(group, variants, baseline)
@@ -311,12 +310,19 @@ def summarize(records: list[dict[str, Any]],
     return rows
 
 
+def _pct(rate: dict[str, Any], interval: bool = True, unit: str = "") -> str:
+    """A rate in per cent, with its interval unless `interval` is False; "—" for no items."""
+    if rate["rate"] is None:
+        return "—"
+    if not interval:
+        return f"{100 * rate['rate']:.0f}{unit}"
+    low, high = rate["ci"]
+    return f"{100 * rate['rate']:.0f}{unit} [{100 * low:.0f}, {100 * high:.0f}]"
+
+
 def render(rows: list[dict[str, Any]]) -> str:
     def pct(rate: dict[str, Any]) -> str:
-        if rate["rate"] is None:
-            return "—"
-        low, high = rate["ci"]
-        return f"{100 * rate['rate']:.0f} % [{100 * low:.0f}, {100 * high:.0f}]"
+        return _pct(rate, unit=" %")
 
     lines = []
     for row in rows:
@@ -364,15 +370,6 @@ def render(rows: list[dict[str, Any]]) -> str:
                              f"decisions changed: {changed or 'none'}")
         lines.append("")
     return "\n".join(lines)
-
-
-def _pct(rate: dict[str, Any], interval: bool = True) -> str:
-    if rate["rate"] is None:
-        return "—"
-    if not interval:
-        return f"{100 * rate['rate']:.0f}"
-    low, high = rate["ci"]
-    return f"{100 * rate['rate']:.0f} [{100 * low:.0f}, {100 * high:.0f}]"
 
 
 def _times(ratio: float | None) -> str:
