@@ -43,7 +43,8 @@ llama-server); a server that refuses that form gets llama-cpp-python's {"type": 
 every form (an error answer to the structured request that the same request without structure
 does not get), the request is sent unconstrained, and so are all later ones of that kind, with
 one warning (in that completion's warnings and the log). A reply to a schema that does not parse
-as JSON (and was not cut by max_tokens) says once that the server may ignore `response_format`.
+as JSON (and was not cut by max_tokens, nor by a stop string after an opening brace or bracket)
+says once that the server may ignore `response_format`.
 `constrain=False` sends no structure at all.
 
 Robustness: every request has a timeout; connection errors, timeouts, 429 and 5xx are retried
@@ -645,12 +646,10 @@ class OpenAICompatLLM:
         seconds = time.perf_counter() - start
         choice = _first_choice(data, self.base_url + "/chat/completions")
         text = (choice.get("message") or {}).get("content") or ""
-        if constrained and request.schema is not None and choice.get("finish_reason") != "length":
-            try:
-                json.loads(text)
-            except ValueError:
-                self._say_once("ignored", warnings, "the server's reply to a JSON schema is not "
-                               "JSON: it may ignore response_format; replies are read tolerantly")
+        if constrained and request.schema is not None and not _may_be_schema_reply(
+                text, choice.get("finish_reason"), request.stop):
+            self._say_once("ignored", warnings, "the server's reply to a JSON schema is not "
+                           "JSON: it may ignore response_format; replies are read tolerantly")
 
         token_logprobs = None
         if request.logprobs:
@@ -1172,6 +1171,19 @@ def _structure_fields(form: str, request: GenerationRequest) -> dict[str, Any]:
     if form == "json_object_schema":
         return {"response_format": {"type": "json_object", "schema": dict(request.schema or {})}}
     return {"grammar": request.grammar, "guided_grammar": request.grammar}
+
+
+def _may_be_schema_reply(text: str, finish_reason: str | None, stop: Sequence[str]) -> bool:
+    """Whether `text` can be a constrained reply to a JSON schema: JSON, or cut short (by the
+    token cap, or by one of the request's `stop` strings, which servers strip and report as
+    "stop") after the start of a JSON object or array."""
+    if finish_reason == "length" or (stop and text.lstrip()[:1] in ("{", "[")):
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _messages_json(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -118,6 +118,19 @@ def test_a_reply_to_a_schema_that_is_not_json_says_once_the_server_may_ignore_it
     assert second.warnings == []
 
 
+def test_a_schema_reply_cut_at_a_stop_string_is_not_taken_for_an_ignored_schema():
+    # cot_json's scored mode stops its constrained reply at the "Answer" key
+    server = Server(text='{"Reason": "It is the capital.", ')
+    completion = server.llm().generate([ask(schema=SCHEMA, stop=('"Answer"',))])[0]
+    assert completion.warnings == []
+
+
+def test_a_reply_with_no_json_start_is_flagged_even_when_the_request_had_stop_strings():
+    server = Server(text="Paris, obviously.")
+    completion = server.llm().generate([ask(schema=SCHEMA, stop=('"Answer"',))])[0]
+    assert "may ignore response_format" in completion.warnings[0]
+
+
 def test_constrain_false_sends_no_structure():
     server = Server()
     server.llm(constrain=False).generate([ask(schema=SCHEMA), ask(grammar='root ::= "x"')])
