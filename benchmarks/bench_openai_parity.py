@@ -7,8 +7,9 @@ first item by item so that load on the machine falls on both alike. Items come f
 hostile-retrieval setting (faithrag/eval/hostile_settings.py; default KRE-MuSiQue, hostile, k = 3:
 the misleading passage on top of two BM25 hits over the clean corpus), so every stage meets a
 real conflict; the stages that take options get two: the golden answer and the misleading
-context's answer. Caches are off (`use_cache = false`, `csrag.cache_facts = false`), decoding is
-greedy.
+context's answer. Caches are off (`use_cache = false`, `csrag.cache_facts = false`; the server's
+prompt cache is cleared before each stage's run, as the embedded backend starts every call
+afresh), decoding is greedy.
 
 Each record (one item x stage x backend, appended to --out/records.jsonl; re-running resumes):
 answer, option probabilities (stages that score options), parse status, LLM calls, prompt and
@@ -105,6 +106,15 @@ def llama_server(gguf: Path, n_ctx: int, threads: int, log_path: Path) -> Iterat
         proc.wait(timeout=30)
 
 
+def clear_server_cache(base_url: str, model: str = SERVED_NAME) -> None:
+    """Leave llama-cpp-python's server with a one-token prompt in its cache. It reuses the prefix
+    a request shares with the previous one; the embedded backend never reuses across calls, so
+    without this a stage over HTTP would start from the prompt the previous stage left."""
+    httpx.post(f"{base_url}/completions", json={"model": model, "prompt": "\n",
+                                                "max_tokens": 1, "temperature": 0.0},
+               timeout=60).raise_for_status()
+
+
 def item_choices(setting: HostileSetting, item: Any) -> list[str] | None:
     """The golden answer and the misleading context's answer, in an order fixed by the item id;
     None when the two are the same after normalisation."""
@@ -163,9 +173,10 @@ def setting_retriever(setting: HostileSetting) -> HostileRetriever:
 
 def run(llms: dict[str, LLM], cases: list[Case], retriever: Retriever, kb: str,
         stages: list[str], k: int, out: Path, progress: Callable[[str], None],
-        **settings: Any) -> None:
-    """Append one record per (case, stage, backend) not yet in out/records.jsonl; `settings`
-    are Pipeline.from_config keywords applied to every stage (e.g. csrag__paraphrase_tokens)."""
+        before: dict[str, Callable[[], None]] | None = None, **settings: Any) -> None:
+    """Append one record per (case, stage, backend) not yet in out/records.jsonl; `before`
+    holds, per backend, what to call before each of its stage runs (untimed); `settings` are
+    Pipeline.from_config keywords applied to every stage (e.g. csrag__paraphrase_tokens)."""
     records_path = out / "records.jsonl"
     done = {(r["item"], r["stage"], r["backend"]) for r in read_records(records_path)}
     base = configure(None, k=k, use_cache=False, csrag__cache_facts=False, antisyco__kb=kb,
@@ -185,6 +196,8 @@ def run(llms: dict[str, LLM], cases: list[Case], retriever: Retriever, kb: str,
                 for backend in order:
                     if (case.id, stage, backend) in done:
                         continue
+                    if before and backend in before:
+                        before[backend]()
                     # no options in the record: they copy the data set's answers
                     record = {"item": case.id, "stage": stage, "backend": backend,
                               **run_stage(pipelines[stage, backend], question)}
@@ -278,6 +291,7 @@ def main(argv: list[str] | None = None) -> None:
             run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
                 lambda line: print(line, file=sys.stderr, flush=True),
+                before={"openai": lambda: clear_server_cache(url)},
                 **{key.replace(".", "__"): value
                for key, value in parse_set_options(args.settings).items()})
     rows = summarize(read_records(args.out / "records.jsonl"))
