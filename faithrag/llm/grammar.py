@@ -1,4 +1,5 @@
-"""Grammar-constrained decoding for the embedded llama.cpp backend.
+"""GBNF grammars: string literals (`gbnf_literal`), and grammar-constrained decoding for the
+embedded llama.cpp backend.
 
 A request's structure (`GenerationRequest.schema` or `.grammar`, see faithrag/llm/base.py) is
 compiled once per distinct text into llama.cpp's own grammar sampler (`llama_sampler_init_grammar`;
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +35,13 @@ from faithrag.errors import ConfigError
 
 GRAMMAR_HINT = ("Check the schema or grammar the request carries (GenerationRequest.schema / "
                 ".grammar), or turn constrained decoding off with llm.constrain = false.")
+
+
+def gbnf_literal(text: str) -> str:
+    """`text` as a GBNF string literal (other control characters as \\xHH escapes)."""
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+               .replace("\r", "\\r").replace("\t", "\\t"))
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", escaped) + '"'
 
 
 def gbnf_for(schema: Mapping[str, Any] | None, grammar: str | None) -> str | None:

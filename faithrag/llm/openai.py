@@ -31,7 +31,8 @@ llama-cpp-python's server is the one exercised by the tests):
   GGUF tokenizer renders the GGUF's template exactly as it does). Log-probs (0.3.36) are those
   before `logit_bias`, so a forced token reports its own; echoed prompt log-probs are right only
   when the prompt starts with the BOS token, and are slow (a Python sort of the vocabulary per
-  prompt token).
+  prompt token). Every request with log-probs also pays a log-softmax over the whole prompt's
+  logits, so choice scoring forces an option's tokens with a grammar in one request.
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
@@ -85,6 +86,7 @@ from faithrag.llm.base import (
     TokenBias,
 )
 from faithrag.llm.chat_encoding import common_prefix
+from faithrag.llm.grammar import gbnf_literal
 from faithrag.llm.tokenizers import LocalTokenizer, load_tokenizer
 
 LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
@@ -303,6 +305,7 @@ class OpenAICompatLLM:
         self._info_probed = False
         self._echo_usable: bool | None = None  # False once echoed log-probs proved unusable
         self._forced_usable: bool | None = None  # the forced-token probe's verdict, once
+        self._grammar_runs = False  # (probe) a grammar forces a choice's tokens in one request
         self._raw_tops = False  # (probe) a forced reply's top log-probs are the unbiased ones
         self._top_n = TOP_LOGPROBS  # (probe) top log-probs asked per forced token
         self._top_key_ids_table: dict[str, list[int]] | None = None  # token text -> ids
@@ -315,6 +318,7 @@ class OpenAICompatLLM:
         # several biases, as CSRAG's probe does, repeats every request)
         self._forced_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(
             self._forced_reply)
+        self._run_cached = functools.lru_cache(maxsize=FORCED_CACHE_SIZE)(self._grammar_run)
         self._pieces: dict[int, str] = {}  # single-id texts llama-server sent with its ids
         self.constrain = constrain
         self._refused_forms: set[str] = set()  # structure forms the server refused
@@ -753,7 +757,10 @@ class OpenAICompatLLM:
             that precedes it, the token forced; the reply must name that token, and the prompt
             text must tokenize to the ids before it. Exact on any such server (llama-cpp-python;
             vLLM, whose log-probs are the model's own by default); under a bias, exact or
-            bounded as above.
+            bounded as above. When the probe also finds that a GBNF `grammar` forces a token
+            and leaves its log-prob as the model's own (llama-cpp-python), a choice of several
+            tokens is first asked in one request whose grammar admits only its text; the
+            tokens the server generated must be the choice's, else each is asked on its own.
         (first token) Otherwise, when each choice is one distinct token at the same position:
             one request with the top 20 log-probs (chat completion without answer_prefix, else
             /v1/completions on the rendered prompt); every choice must be among them.
@@ -847,6 +854,11 @@ class OpenAICompatLLM:
                 self._raw_tops = all(abs(seen.get(k, math.inf) - v) < 1e-3
                                      for k, v in unforced.items())
                 self._top_n = self._widest_top_logprobs(payload)
+                run = self._probe("POST", self.base_url + "/completions", {
+                    **payload, "grammar": "root ::= " + gbnf_literal(text)})
+                run_reply = None if run is None else self._read_forced(run, ids[0])
+                self._grammar_runs = (run_reply is not None
+                                      and abs(run_reply.logprob - logprob) < 1e-3)
                 return True
         except (ServerRejectedError, ConfigError, KeyError, TypeError, ValueError,
                 AttributeError):
@@ -869,18 +881,27 @@ class OpenAICompatLLM:
 
     def _read_forced(self, data: Any, token: int) -> _ForcedReply | None:
         """The reply to a forced-token request, if its one generated token is `token`."""
+        replies = self._read_run(data, (token,))
+        return None if replies is None else replies[0]
+
+    def _read_run(self, data: Any, tokens: Sequence[int]) -> tuple[_ForcedReply, ...] | None:
+        """The reply to a request that forced `tokens`, one per generated token, if the server
+        generated exactly those tokens."""
         logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
-        tokens, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
-        if len(tokens) != 1 or len(values) != 1 or values[0] is None:
+        texts, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
+        if len(texts) != len(tokens) or len(values) != len(tokens) or None in values:
             return None
-        piece = self.detokenize([token]).replace("\ufffd", "")
-        if tokens[0] not in (f"token_id:{token}", piece) \
-                and tokens[0].replace("\ufffd", "") != piece:
-            return None
-        tops = logprobs.get("top_logprobs") or []
-        top = tops[0] if tops and isinstance(tops[0], dict) else {}
-        return _ForcedReply(float(values[0]), str(tokens[0]),
-                            tuple((str(k), float(v)) for k, v in top.items() if v is not None))
+        for text, token in zip(texts, tokens):
+            piece = self.detokenize([token]).replace("\ufffd", "")
+            if text not in (f"token_id:{token}", piece) and text.replace("\ufffd", "") != piece:
+                return None
+        tops = list(logprobs.get("top_logprobs") or [])
+        tops += [None] * (len(tokens) - len(tops))
+        return tuple(
+            _ForcedReply(float(value), str(text), tuple(
+                (str(k), float(v)) for k, v in (top if isinstance(top, dict) else {}).items()
+                if v is not None))
+            for text, value, top in zip(texts, values, tops))
 
     def _score_forced(self, request: ChoiceRequest, context: str, fulls: list[list[int]],
                       starts: list[int], bias: dict[int, float]) -> ChoiceScores:
@@ -894,8 +915,17 @@ class OpenAICompatLLM:
             text = context + choice
             steps.append([(self._text_before(text, full, k), full[k])
                           for k in range(own, len(full))])
+        replies: dict[tuple[str, int], _ForcedReply] = {}
+        if self._grammar_runs:  # a choice of several tokens in one request, when spelled alike
+            runs = [(choice_steps[0][0], tuple(token for _, token in choice_steps))
+                    for choice_steps in steps if len(choice_steps) > 1]
+            for choice_steps, run in zip([c for c in steps if len(c) > 1],
+                                         self._map(lambda r: self._run_cached(*r), runs)):
+                if run is not None:
+                    replies.update(zip(choice_steps, run))
         unique = list(dict.fromkeys(step for choice_steps in steps for step in choice_steps))
-        replies = dict(zip(unique, self._map(lambda step: self._forced_cached(*step), unique)))
+        asked = [step for step in unique if step not in replies]
+        replies.update(zip(asked, self._map(lambda step: self._forced_cached(*step), asked)))
         scores = ChoiceScores(
             choices=tuple(request.choices),
             logprobs=[sum(replies[s].logprob + bias.get(s[1], 0.0) for s in choice_steps)
@@ -1026,6 +1056,16 @@ class OpenAICompatLLM:
                 f"token {k} ({tail[:20]!r}), so that token cannot be scored on its own.",
                 "Score these choices with the embedded backend (--llm llamacpp).")
         return head
+
+    def _grammar_run(self, prompt: str, tokens: tuple[int, ...]) -> tuple[_ForcedReply, ...] | None:
+        """One /v1/completions request on `prompt` whose grammar admits only the text of
+        `tokens`: each token's log-prob and its position's top `_top_n` log-probs, before the
+        grammar; None when the server spelled that text with other tokens."""
+        payload: dict[str, Any] = {
+            "model": self._model, "prompt": prompt, "max_tokens": len(tokens),
+            "temperature": 0.0, "logprobs": self._top_n,
+            "grammar": "root ::= " + gbnf_literal(self.detokenize(list(tokens)))}
+        return self._read_run(self._post("/completions", payload), tokens)
 
     def _forced_reply(self, prompt: str, token: int) -> _ForcedReply:
         """One /v1/completions request on `prompt` with `token` forced by logit_bias: its

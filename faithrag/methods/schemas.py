@@ -28,6 +28,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from faithrag.llm.grammar import gbnf_literal
+
 CHARS_PER_TOKEN = 3
 # cot_json's "Reason" (the prompt asks for at most three sentences): what the default 256 tokens
 # hold, since a reason cut short mid-sentence leaves its answer to follow an unfinished argument
@@ -44,15 +46,8 @@ def free_chars(max_tokens: int, reserved_chars: int, limit: int) -> int:
     return max(1, min(limit, CHARS_PER_TOKEN * max_tokens - reserved_chars))
 
 
-def literal(text: str) -> str:
-    """`text` as a GBNF string literal."""
-    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-               .replace("\r", "\\r").replace("\t", "\\t"))
-    return f'"{escaped}"'
-
-
 def _alternatives(texts: Sequence[str]) -> str:
-    return "(" + " | ".join(literal(t) for t in dict.fromkeys(texts)) + ")"
+    return "(" + " | ".join(gbnf_literal(t) for t in dict.fromkeys(texts)) + ")"
 
 
 def _line(chars: int, minimum: int = 1) -> str:
@@ -85,7 +80,7 @@ def choice_answer_schema(choices: Sequence[str], max_tokens: int) -> dict[str, A
 def _ids(n: int) -> str:
     if n < 1:
         raise ValueError(f"need at least one id, got n={n}")
-    return "id ::= " + " | ".join(literal(f"[{i}]") for i in range(1, n + 1))
+    return "id ::= " + " | ".join(gbnf_literal(f"[{i}]") for i in range(1, n + 1))
 
 
 def conflict_pair_grammar(n: int) -> str:
@@ -110,14 +105,14 @@ def verdict_grammar(max_tokens: int, labels: Sequence[str] = ("A", "B")) -> str:
 def labelled_answer_grammar(max_tokens: int, field: str = "ANSWER") -> str:
     """`<FIELD>: <a short answer on one line>` (a side's answer, a reference answer)."""
     answer = free_chars(max_tokens, len(field) + 2, SHORT_ANSWER_CHARS)
-    return f"root ::= {literal(field + ': ')} {_line(answer)}\n"
+    return f"root ::= {gbnf_literal(field + ': ')} {_line(answer)}\n"
 
 
 # ----------------------------------------------------------------- the verifier (antisyco)
 def label_grammar(field: str, labels: Sequence[str], scored: bool = False) -> str:
     """`<FIELD>: <one of labels>`, then `\\nSCORE: <number in [0, 1]>` when `scored`."""
     score = ' "\\nSCORE: " score' if scored else ""
-    rules = f"root ::= {literal(field + ': ')} {_alternatives(labels)}{score}\n"
+    rules = f"root ::= {gbnf_literal(field + ': ')} {_alternatives(labels)}{score}\n"
     return rules + (SCORE_RULE + "\n" if scored else "")
 
 
@@ -138,7 +133,7 @@ def short_answer_grammar(max_tokens: int, choices: Sequence[str] | None = None,
         answer = _alternatives(("yes", "no", "Yes", "No"))
     else:
         answer = _line(free_chars(max_tokens, len(prefix), SHORT_ANSWER_CHARS))
-    return f"root ::= {literal(prefix) + ' ' if prefix else ''}{answer}\n"
+    return f"root ::= {gbnf_literal(prefix) + ' ' if prefix else ''}{answer}\n"
 
 
 def draft_grammar(max_tokens: int, choices: Sequence[str] | None = None,

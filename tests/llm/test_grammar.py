@@ -11,7 +11,7 @@ import pytest
 
 from faithrag.errors import ConfigError
 from faithrag.llm.base import GenerationRequest, TokenBias, user_prompt
-from faithrag.llm.grammar import gbnf_for
+from faithrag.llm.grammar import gbnf_for, gbnf_literal
 from faithrag.llm.llamacpp import LlamaCppLLM
 from faithrag.methods.schemas import choice_answer_schema, permutation_grammar
 
@@ -48,6 +48,11 @@ def llm(tiny_gguf):
     model = LlamaCppLLM("tiny", n_ctx=1024, n_threads=1)  # robust when cores are shared
     yield model
     model.close()
+
+
+def test_literals_escape_quotes_backslashes_and_newlines():
+    assert gbnf_literal('a "b"\\\n') == '"a \\"b\\"\\\\\\n"'
+    assert gbnf_literal("\x18\x7f é") == '"\\x18\\x7f é"'
 
 
 def test_a_schema_the_converter_refuses_is_a_config_error_naming_the_switch():

@@ -5,6 +5,7 @@ position's normaliser), its tokenizer caches and its context window, on fake ser
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import math
@@ -56,14 +57,19 @@ class ForcingServer:
     as llama-cpp-python and vLLM do; `logprobs=False` imitates a server that returns none.
     Top log-probs are keyed by text, so the bytes 128-255 share one key ("\ufffd"), as byte
     fragments do on llama-cpp-python; `max_logprobs` refuses larger requests as vLLM does;
-    `biased_tops` reports top log-probs after the bias."""
+    `biased_tops` reports top log-probs after the bias. A GBNF `grammar` holding one literal is
+    ignored unless `grammar` says how the server spells that literal: "canonical" (its
+    tokenization, as llama-cpp-python's greedy pick under the grammar usually does) or "bytes"
+    (one byte a token, which differs for WORDS)."""
 
     def __init__(self, logprobs: bool = True, chat_text: str = "ok",
-                 max_logprobs: int | None = None, biased_tops: bool = False):
+                 max_logprobs: int | None = None, biased_tops: bool = False,
+                 grammar: str | None = None):
         self.logprobs = logprobs
         self.chat_text = chat_text
         self.max_logprobs = max_logprobs
         self.biased_tops = biased_tops
+        self.grammar = grammar
         self.calls: list[tuple[str, dict]] = []
 
     def __call__(self, req: httpx.Request) -> httpx.Response:
@@ -93,6 +99,8 @@ class ForcingServer:
         return httpx.Response(404)
 
     def complete(self, body: dict) -> dict:
+        if self.grammar and body.get("grammar"):
+            return self.complete_literal(body)
         values = byte_logprobs(body["prompt"])
         bias = {int(k): v for k, v in (body.get("logit_bias") or {}).items()}
         token = max(range(len(values)), key=lambda b: values[b] + bias.get(b, 0.0))
@@ -108,6 +116,23 @@ class ForcingServer:
                                   "text_offset": [len(body["prompt"])]}
         return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"].encode()),
                                                "completion_tokens": 1}}
+
+    def complete_literal(self, body: dict) -> dict:
+        text = ast.literal_eval(body["grammar"].split("::=", 1)[1].strip())
+        ids = (encode(text) if self.grammar == "canonical" else list(text.encode()))
+        ids = ids[:body["max_tokens"]]
+        pieces, logprobs, tops = [], [], []
+        for i, token in enumerate(ids):
+            values = byte_logprobs(body["prompt"] + decode(ids[:i]))
+            ranked = sorted(range(len(values)), key=lambda b: -values[b])[:body["logprobs"]]
+            pieces.append(decode([token]))
+            logprobs.append(values[token])
+            tops.append({**{decode([b]): values[b] for b in ranked}, pieces[-1]: values[token]})
+        choice = {"index": 0, "text": "".join(pieces), "finish_reason": "stop",
+                  "logprobs": {"tokens": pieces, "token_logprobs": logprobs,
+                               "top_logprobs": tops}}
+        return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"].encode()),
+                                               "completion_tokens": len(ids)}}
 
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.calls if p == path)
@@ -152,13 +177,39 @@ def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
     again = llm.score_choices(request)
     assert again.logprobs == first.logprobs
     probes = [b for p, b in server.calls if p == "/v1/completions" and "faithrag" in b["prompt"]]
-    assert len(probes) == 3  # top log-probs, one forced token, the widest top: once per backend
+    # top log-probs, one forced token, the widest top, a grammar run: once per backend
+    assert len(probes) == 4
     forced = [b for p, b in server.calls if p == "/v1/completions" and b not in probes]
     # "New " is shared by two choices: its four tokens are asked once, and the second call
     # asks nothing again
     assert len(forced) == len({(context + c[:k], c[k]) for c in request.choices
                                for k in range(len(c))})
     assert all(b["max_tokens"] == 1 and len(b["logit_bias"]) == 1 for b in forced)
+
+
+def test_a_server_taking_grammars_scores_each_choice_in_one_request():
+    server = ForcingServer(grammar="canonical")
+    llm = server_llm(server)
+    request = ChoiceRequest(user_prompt("q"), ("New York", "New Delhi", "Paris"), "A: ")
+    first = llm.score_choices(request)
+    context = "<s>user: q\nassistant: A: "
+    assert first.logprobs == pytest.approx([exact_logprob(context, c) for c in request.choices])
+    assert llm.score_choices(request).logprobs == first.logprobs  # asked once
+    scoring = [b for p, b in server.calls if p == "/v1/completions"
+               and "faithrag" not in b["prompt"]]
+    assert [b["max_tokens"] for b in scoring] == [8, 9, 5]
+    assert all("logit_bias" not in b and b["grammar"].startswith("root ::= ") for b in scoring)
+
+
+def test_a_choice_the_server_spells_with_other_tokens_is_asked_token_by_token():
+    request = ChoiceRequest(user_prompt("q"), ("Darwin Sydney", "Canberra"), "A: ")
+    server = ForcingServer(grammar="bytes")
+    scores = server_llm(server).score_choices(request)
+    assert scores.logprobs == pytest.approx(server_llm(ForcingServer()).score_choices(
+        request).logprobs)
+    forced = [b for p, b in server.calls if p == "/v1/completions" and "logit_bias" in b
+              and "faithrag" not in b["prompt"]]
+    assert len(forced) == 2 + 1  # " Darwin", " Sydney"; " Canberra" is one token anyway
 
 
 def test_a_bias_is_added_exactly_when_each_choice_is_one_token_at_one_position():
@@ -189,8 +240,9 @@ def exact_probabilities(choices, bias: dict[int, float]) -> list[float]:
     return [e / sum(exps) for e in exps]
 
 
-def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_probs():
-    server = ForcingServer()
+@pytest.mark.parametrize("grammar", [None, "canonical"])
+def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_probs(grammar):
+    server = ForcingServer(grammar=grammar)
     llm = server_llm(server, tokenizer=ByteTokenizer())
     # byte 200 is listed under the text that all bytes 128-255 share: asked on its own
     bias = {ord("e"): 3.0, ord("a"): -1.0, ord("x"): 3.0, 200: 3.0}
@@ -441,7 +493,23 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
         assert over_http.token_counts == in_process.token_counts
         assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=0.02)
         assert over_http.best == in_process.best
-    assert server._forced_usable is True
+    assert server._forced_usable is True and server._grammar_runs is True
+
+
+@pytest.mark.server
+@pytest.mark.model
+def test_server_grammar_runs_score_as_one_forced_token_a_request(llama_server, tiny_gguf):
+    """llama-cpp-python takes a GBNF grammar and reports log-probs before it: an option of
+    several tokens scored in one request gives what one request per token gives."""
+    runs, tokens = (OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf),
+                                    context_window=2048, concurrency=1) for _ in range(2))
+    assert runs._forced_scoring_usable() and tokens._forced_scoring_usable()
+    tokens._grammar_runs = False
+    request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
+    by_run = score_from_the_same_server_state(runs, llama_server, request)
+    by_token = score_from_the_same_server_state(tokens, llama_server, request)
+    assert by_run.token_counts == by_token.token_counts and min(by_run.token_counts) > 1
+    assert by_run.logprobs == pytest.approx(by_token.logprobs, abs=0.05)
 
 
 def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template():

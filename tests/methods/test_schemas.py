@@ -69,10 +69,6 @@ def test_id_grammars_name_only_the_ids_shown_and_a_permutation_at_most_n_of_them
         schemas.conflict_pair_grammar(0)
 
 
-def test_literals_escape_quotes_backslashes_and_newlines():
-    assert schemas.literal('a "b"\\\n') == '"a \\"b\\"\\\\\\n"'
-
-
 # ----------------------------------------------------------------- every stage asks with one
 def test_cot_json_and_csrag_answers_carry_the_choice_schema():
     llm = FakeLLM(default='{"Reason": "r", "Answer": "Louis Pasteur"}')
