@@ -8,8 +8,8 @@ hostile-retrieval setting (faithrag/eval/hostile_settings.py; default KRE-MuSiQu
 the misleading passage on top of two BM25 hits over the clean corpus), so every stage meets a
 real conflict; the stages that take options get two: the golden answer and the misleading
 context's answer. Caches are off (`use_cache = false`, `csrag.cache_facts = false`; the server's
-prompt cache is cleared before each stage's run, as the embedded backend starts every call
-afresh), decoding is greedy.
+prompt cache and the backend's remembered option log-probs are cleared before each stage's run,
+as the embedded backend starts every call afresh), decoding is greedy.
 
 Each record (one item x stage x backend, appended to --out/records.jsonl; re-running resumes):
 answer, option probabilities (stages that score options), parse status, LLM calls, prompt and
@@ -51,6 +51,7 @@ from faithrag.eval.hostile_settings import HostileSetting, build_setting
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.llm.models import resolve_model
+from faithrag.llm.openai import OpenAICompatLLM
 from faithrag.pipeline import configure
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.retrieval.retriever import Retriever
@@ -106,12 +107,15 @@ def llama_server(gguf: Path, n_ctx: int, threads: int, log_path: Path) -> Iterat
         proc.wait(timeout=30)
 
 
-def clear_server_cache(base_url: str, model: str = SERVED_NAME) -> None:
-    """Leave llama-cpp-python's server with a one-token prompt in its cache. It reuses the prefix
-    a request shares with the previous one; the embedded backend never reuses across calls, so
-    without this a stage over HTTP would start from the prompt the previous stage left."""
-    httpx.post(f"{base_url}/completions", json={"model": model, "prompt": "\n",
-                                                "max_tokens": 1, "temperature": 0.0},
+def start_afresh(llm: OpenAICompatLLM, model: str = SERVED_NAME) -> None:
+    """Before a stage's run over HTTP: `llm` forgets the option log-probs it remembers, and
+    llama-cpp-python's server is left with a one-token prompt in its cache (it reuses the prefix
+    a request shares with the previous one). The embedded backend keeps nothing across calls;
+    without this a stage over HTTP would reuse what the previous stage on the same question
+    left (choice_scoring's options, scored again by csrag_choices)."""
+    llm.forget_scores()
+    httpx.post(f"{llm.base_url}/completions", json={"model": model, "prompt": "\n",
+                                                    "max_tokens": 1, "temperature": 0.0},
                timeout=60).raise_for_status()
 
 
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
             run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
                 lambda line: print(line, file=sys.stderr, flush=True),
-                before={"openai": lambda: clear_server_cache(url)},
+                before={"openai": lambda: start_afresh(served)},
                 **{key.replace(".", "__"): value
                for key, value in parse_set_options(args.settings).items()})
     rows = summarize(read_records(args.out / "records.jsonl"))

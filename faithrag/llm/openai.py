@@ -328,6 +328,13 @@ class OpenAICompatLLM:
     def close(self) -> None:
         self._client.close()
 
+    def forget_scores(self) -> None:
+        """Drop the log-probs remembered from earlier choice scoring (forced tokens and grammar
+        runs), so that the next scoring asks the server again; tokenizations and the
+        capability probe's verdicts are kept."""
+        self._forced_cached.cache_clear()
+        self._run_cached.cache_clear()
+
     # ----------------------------------------------------------------- HTTP
     def _request(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
         attempts = self._max_retries + 1

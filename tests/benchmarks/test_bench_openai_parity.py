@@ -73,7 +73,7 @@ def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_g
                                 tokenizer=str(tiny_gguf), timeout=300))
     parity.run({"embedded": embedded, "openai": served}, cases, retriever, str(kb.directory),
                list(parity.STAGES), 3, tmp_path, lambda line: None,
-               before={"openai": lambda: parity.clear_server_cache(llama_server, "tiny")},
+               before={"openai": lambda: parity.start_afresh(served, "tiny")},
                csrag__paraphrase_tokens=64, csrag__fact_tokens=32)
     rows = parity.summarize(parity.read_records(tmp_path / "records.jsonl"))
     assert {r["stage"] for r in rows} == set(parity.STAGES)

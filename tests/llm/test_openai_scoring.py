@@ -195,9 +195,11 @@ def test_a_server_taking_grammars_scores_each_choice_in_one_request():
     context = "<s>user: q\nassistant: A: "
     assert first.logprobs == pytest.approx([exact_logprob(context, c) for c in request.choices])
     assert llm.score_choices(request).logprobs == first.logprobs  # asked once
+    llm.forget_scores()
+    assert llm.score_choices(request).logprobs == first.logprobs  # asked again
     scoring = [b for p, b in server.calls if p == "/v1/completions"
                and "faithrag" not in b["prompt"]]
-    assert [b["max_tokens"] for b in scoring] == [8, 9, 5]
+    assert [b["max_tokens"] for b in scoring] == [8, 9, 5] * 2
     assert all("logit_bias" not in b and b["grammar"].startswith("root ::= ") for b in scoring)
 
 
