@@ -296,6 +296,7 @@ class OpenAICompatLLM:
         self._local = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
         self._scoring_lock = threading.Lock()
+        self._fresh_lock = threading.Lock()  # a cache-emptying request and the one it precedes
         self._flavor: str | None = None
         self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends
         self._probed = False
@@ -383,6 +384,19 @@ class OpenAICompatLLM:
         if path.endswith("completions"):
             payload = {**self._plain_decoding(), **payload}
         return self._request("POST", self.base_url + path, payload)
+
+    def _post_scoring(self, payload: dict[str, Any]) -> Any:
+        """A /v1/completions request whose log-probs score options. llama-cpp-python's server
+        evaluates a prompt after the longest prefix it shares with the previous request, and
+        log-probs read after such a prefix differ from those of a whole-prompt evaluation (see
+        docs/backends.md); there the request follows a one-token request that leaves no prefix to
+        share, the two under one lock (a request from elsewhere can still come between)."""
+        if self._flavor != _Flavor.LLAMA_CPP_PYTHON:
+            return self._post("/completions", payload)
+        with self._fresh_lock:
+            self._post("/completions", {"model": self._model, "prompt": "\n", "max_tokens": 1,
+                                        "temperature": 0.0})
+            return self._post("/completions", payload)
 
     def _plain_decoding(self) -> dict[str, float]:
         """Settings that switch off what an engine adds to plain decoding by default, so that
@@ -1072,7 +1086,7 @@ class OpenAICompatLLM:
             "model": self._model, "prompt": prompt, "max_tokens": len(tokens),
             "temperature": 0.0, "logprobs": self._top_n,
             "grammar": "root ::= " + gbnf_literal(self.detokenize(list(tokens)))}
-        return self._read_run(self._post("/completions", payload), tokens)
+        return self._read_run(self._post_scoring(payload), tokens)
 
     def _forced_reply(self, prompt: str, token: int) -> _ForcedReply:
         """One /v1/completions request on `prompt` with `token` forced by logit_bias: its
@@ -1082,7 +1096,7 @@ class OpenAICompatLLM:
             "logprobs": self._top_n, "logit_bias": {str(token): LOGIT_BIAS_LIMIT}}
         if self._flavor == _Flavor.VLLM:
             payload["return_tokens_as_token_ids"] = True  # "token_id:123" instead of text
-        reply = self._read_forced(self._post("/completions", payload), token)
+        reply = self._read_forced(self._post_scoring(payload), token)
         if reply is None:
             raise ServerRejectedError(
                 f"Could not score the choices: {self.base_url}/completions did not return the "

@@ -500,18 +500,47 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_grammar_runs_score_as_one_forced_token_a_request(llama_server, tiny_gguf):
-    """llama-cpp-python takes a GBNF grammar and reports log-probs before it: an option of
-    several tokens scored in one request gives what one request per token gives."""
-    runs, tokens = (OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf),
-                                    context_window=2048, concurrency=1) for _ in range(2))
-    assert runs._forced_scoring_usable() and tokens._forced_scoring_usable()
-    tokens._grammar_runs = False
+def test_server_option_probabilities_do_not_depend_on_what_the_server_read_before(
+        llama_server, tiny_gguf):
+    """llama-cpp-python's server reads a prompt after the prefix it shares with the previous
+    request; scoring requests are sent so that it shares none."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
+                             concurrency=1)
     request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
-    by_run = score_from_the_same_server_state(runs, llama_server, request)
-    by_token = score_from_the_same_server_state(tokens, llama_server, request)
-    assert by_run.token_counts == by_token.token_counts and min(by_run.token_counts) > 1
-    assert by_run.logprobs == pytest.approx(by_token.logprobs, abs=0.05)
+    exact = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1).score_choices(request)
+    rendered = server._render_chat(DARWIN) + "Answer: "
+    scored = []
+    for before in ("Reset.", rendered + "New", rendered + "Northern"):
+        httpx.post(f"{llama_server}/completions", json={"prompt": before, "max_tokens": 1},
+                   timeout=60).raise_for_status()
+        server.forget_scores()
+        scored.append(server.score_choices(request).logprobs)
+    assert scored[1] == pytest.approx(scored[0], abs=1e-6)
+    assert scored[2] == pytest.approx(scored[0], abs=1e-6)
+    # the same scores as in process up to how llama.cpp batches the tokens it evaluates
+    assert scored[0] == pytest.approx(exact.logprobs, abs=0.1)
+
+
+@pytest.mark.server
+@pytest.mark.model
+def test_server_grammar_runs_score_each_option_in_one_request_as_in_process(llama_server,
+                                                                            tiny_gguf):
+    """llama-cpp-python takes a GBNF grammar and reports log-probs before it: an option of
+    several tokens that the server spells as the tokenizer does is one request, and its score
+    is the embedded backend's (which also reads the option's tokens after the prompt)."""
+    from faithrag.llm.llamacpp import LlamaCppLLM
+
+    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
+                             concurrency=1)
+    request = ChoiceRequest(DARWIN, ("New South Wales", "New Delhi"), "Answer: ")
+    before = server._run_cached.cache_info().misses
+    scores = server.score_choices(request)
+    assert server._grammar_runs and server._run_cached.cache_info().misses - before == 2
+    assert min(scores.token_counts) > 1
+    in_process = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1).score_choices(request)
+    assert scores.logprobs == pytest.approx(in_process.logprobs, abs=1e-3)
 
 
 def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template():
@@ -564,10 +593,12 @@ def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server
             shift = [b - u for b, u in zip(with_bias.logprobs, without.logprobs)]
             return [s - shift[0] for s in shift]
 
+        # an option token asked on its own is read in one batch with the prompt, which moves
+        # this model's log-probs by up to ~0.1 from reading it after the prompt
         assert effect(over_http, unbiased_http) == pytest.approx(effect(biased, unbiased),
-                                                                 abs=0.05)
+                                                                 abs=0.15)
         # the embedded backend's scores moved by the server's bias effect
         moved = ChoiceScores(choices, [u + e for u, e in zip(
             unbiased.logprobs, effect(over_http, unbiased_http))], [1] * len(choices), 0, 0.0)
-        assert moved.probabilities() == pytest.approx(biased.probabilities(), abs=0.02)
+        assert moved.probabilities() == pytest.approx(biased.probabilities(), abs=0.03)
     assert scored >= 2
