@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -282,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--summary-only", action="store_true",
                         help="summarize the records in --out without running anything")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on kill too
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         gguf = resolve_model(args.model)
