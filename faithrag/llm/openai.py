@@ -32,7 +32,9 @@ llama-cpp-python's server is the one exercised by the tests):
   before `logit_bias`, so a forced token reports its own; echoed prompt log-probs are right only
   when the prompt starts with the BOS token, and are slow (a Python sort of the vocabulary per
   prompt token). Every request with log-probs also pays a log-softmax over the whole prompt's
-  logits, so choice scoring forces an option's tokens with a grammar in one request.
+  logits, so choice scoring forces an option's tokens with a grammar in one request. It reads a
+  prompt after the prefix it shares with the previous request, and the log-probs it reports
+  depend on that history, so each scoring request follows one that empties its prompt cache.
 - OpenAI (and SGLang unless it offers one of the endpoints above): no tokenize endpoint, so pass
   the served model's tokenizer; at most 300 `logit_bias` entries (`logit_bias_cap=300`).
 
@@ -391,6 +393,7 @@ class OpenAICompatLLM:
         log-probs read after such a prefix differ from those of a whole-prompt evaluation (see
         docs/backends.md); there the request follows a one-token request that leaves no prefix to
         share, the two under one lock (a request from elsewhere can still come between)."""
+        self._detect_flavor(tolerate_dead=True)
         if self._flavor != _Flavor.LLAMA_CPP_PYTHON:
             return self._post("/completions", payload)
         with self._fresh_lock:
