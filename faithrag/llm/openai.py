@@ -783,8 +783,9 @@ class OpenAICompatLLM:
             vLLM, whose log-probs are the model's own by default); under a bias, exact or
             bounded as above. When the probe also finds that a GBNF `grammar` forces a token
             and leaves its log-prob as the model's own (llama-cpp-python), a choice of several
-            tokens is first asked in one request whose grammar admits only its text; the
-            tokens the server generated must be the choice's, else each is asked on its own.
+            tokens is first asked in one request whose grammar admits only its text (its tokens
+            favoured by `logit_bias` among the spellings the grammar admits); the tokens the
+            server generated must be the choice's, else each is asked on its own.
         (first token) Otherwise, when each choice is one distinct token at the same position:
             one request with the top 20 log-probs (chat completion without answer_prefix, else
             /v1/completions on the rendered prompt); every choice must be among them.
@@ -1083,12 +1084,14 @@ class OpenAICompatLLM:
 
     def _grammar_run(self, prompt: str, tokens: tuple[int, ...]) -> tuple[_ForcedReply, ...] | None:
         """One /v1/completions request on `prompt` whose grammar admits only the text of
-        `tokens`: each token's log-prob and its position's top `_top_n` log-probs, before the
-        grammar; None when the server spelled that text with other tokens."""
+        `tokens`, and `logit_bias` favours those tokens among the spellings the grammar admits:
+        each token's log-prob and its position's top `_top_n` log-probs, before the grammar and
+        the bias; None when the server spelled that text with other tokens."""
         payload: dict[str, Any] = {
             "model": self._model, "prompt": prompt, "max_tokens": len(tokens),
             "temperature": 0.0, "logprobs": self._top_n,
-            "grammar": "root ::= " + gbnf_literal(self.detokenize(list(tokens)))}
+            "grammar": "root ::= " + gbnf_literal(self.detokenize(list(tokens))),
+            "logit_bias": {str(t): LOGIT_BIAS_LIMIT for t in dict.fromkeys(tokens)}}
         return self._read_run(self._post_scoring(payload), tokens)
 
     def _forced_reply(self, prompt: str, token: int) -> _ForcedReply:

@@ -200,7 +200,7 @@ def test_a_server_taking_grammars_scores_each_choice_in_one_request():
     scoring = [b for p, b in server.calls if p == "/v1/completions"
                and "faithrag" not in b["prompt"]]
     assert [b["max_tokens"] for b in scoring] == [8, 9, 5] * 2
-    assert all("logit_bias" not in b and b["grammar"].startswith("root ::= ") for b in scoring)
+    assert all(b["grammar"].startswith("root ::= ") for b in scoring)
 
 
 def test_a_choice_the_server_spells_with_other_tokens_is_asked_token_by_token():
@@ -209,7 +209,7 @@ def test_a_choice_the_server_spells_with_other_tokens_is_asked_token_by_token():
     scores = server_llm(server).score_choices(request)
     assert scores.logprobs == pytest.approx(server_llm(ForcingServer()).score_choices(
         request).logprobs)
-    forced = [b for p, b in server.calls if p == "/v1/completions" and "logit_bias" in b
+    forced = [b for p, b in server.calls if p == "/v1/completions" and "grammar" not in b
               and "faithrag" not in b["prompt"]]
     assert len(forced) == 2 + 1  # " Darwin", " Sydney"; " Canberra" is one token anyway
 
@@ -534,7 +534,7 @@ def test_server_grammar_runs_score_each_option_in_one_request_as_in_process(llam
 
     server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
                              concurrency=1)
-    request = ChoiceRequest(DARWIN, ("New South Wales", "New Delhi"), "Answer: ")
+    request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
     before = server._run_cached.cache_info().misses
     scores = server.score_choices(request)
     assert server._grammar_runs and server._run_cached.cache_info().misses - before == 2
@@ -593,12 +593,10 @@ def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server
             shift = [b - u for b, u in zip(with_bias.logprobs, without.logprobs)]
             return [s - shift[0] for s in shift]
 
-        # an option token asked on its own is read in one batch with the prompt, which moves
-        # this model's log-probs by up to ~0.1 from reading it after the prompt
         assert effect(over_http, unbiased_http) == pytest.approx(effect(biased, unbiased),
-                                                                 abs=0.15)
+                                                                 abs=0.05)
         # the embedded backend's scores moved by the server's bias effect
         moved = ChoiceScores(choices, [u + e for u, e in zip(
             unbiased.logprobs, effect(over_http, unbiased_http))], [1] * len(choices), 0, 0.0)
-        assert moved.probabilities() == pytest.approx(biased.probabilities(), abs=0.03)
+        assert moved.probabilities() == pytest.approx(biased.probabilities(), abs=0.02)
     assert scored >= 2
