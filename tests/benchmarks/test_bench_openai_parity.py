@@ -88,4 +88,8 @@ def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_g
         if row["stage"] in SHORT_ANSWERS:
             assert row["answers_agree"] == row["items"] == 1, row
         if row["max_probability_gap"] is not None:
-            assert row["max_probability_gap"] < 0.02, row
+            # csrag_json_scored scores after the reply it generated: in process that reply was
+            # read a token at a time as it was generated, over HTTP (from an emptied server
+            # cache) in one batch with the prompt, which moves this tiny model's log-probs
+            gap = 0.05 if row["stage"] == "csrag_json_scored" else 0.02
+            assert row["max_probability_gap"] < gap, row
