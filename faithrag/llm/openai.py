@@ -942,10 +942,9 @@ class OpenAICompatLLM:
                           for k in range(own, len(full))])
         replies: dict[tuple[str, int], _ForcedReply] = {}
         if self._grammar_runs:  # a choice of several tokens in one request, when spelled alike
-            runs = [(choice_steps[0][0], tuple(token for _, token in choice_steps))
-                    for choice_steps in steps if len(choice_steps) > 1]
-            for choice_steps, run in zip([c for c in steps if len(c) > 1],
-                                         self._map(lambda r: self._run_cached(*r), runs)):
+            several = [choice_steps for choice_steps in steps if len(choice_steps) > 1]
+            runs = self._map(lambda c: self._run_cached(c[0][0], tuple(t for _, t in c)), several)
+            for choice_steps, run in zip(several, runs):
                 if run is not None:
                     replies.update(zip(choice_steps, run))
         unique = list(dict.fromkeys(step for choice_steps in steps for step in choice_steps))
