@@ -445,9 +445,10 @@ class LlamaCppLLM:
         Each choice is tokenized together with the prompt (so a boundary merge such as a
         trailing space joining the choice's first word is scored as the model would see it);
         the tokens after the prompt's common prefix are the choice's. The shared prefix is
-        evaluated once; each choice then evaluates only its own tokens (minus the last, whose
-        logits are not needed), all positions in one batch. Single-token choices cost nothing
-        beyond the prompt."""
+        evaluated once, its last token in a batch of its own (a split llama-cpp-python's server
+        can repeat for every request, see `_prefill_last_alone`); each choice then evaluates
+        only its own tokens (minus the last, whose logits are not needed), all positions in one
+        batch. Single-token choices cost nothing beyond the prompt."""
         return self.score_choices_under(request, [request.bias])[0]
 
     def score_choices_under(self, request: ChoiceRequest,
@@ -502,7 +503,7 @@ class LlamaCppLLM:
         dense = [DenseBias(b, self._n_vocab) for b in biases]
 
         logprobs: list[list[float]] = [[] for _ in biases]
-        self._prefill(base[:shared])
+        self._prefill_last_alone(base[:shared])
         first_row = self._last_logits().copy()
         for full, own in zip(fulls, owns):
             targets = full[own:]
@@ -599,6 +600,16 @@ class LlamaCppLLM:
             keep = recurring
         self._truncate(keep)
         self._extend(prompt[keep:])
+
+    def _prefill_last_alone(self, prompt: list[int]) -> None:
+        """`_prefill`, but the prompt's last token is evaluated in a batch of its own: the split
+        an OpenAI-compatible llama-cpp-python server can be made to repeat for every request on
+        one prompt, so choices scored there and here get the same logits."""
+        keep = min(common_prefix(self._cached, prompt), len(prompt) - 1)
+        self._truncate(keep)
+        if keep < len(prompt) - 1:
+            self._extend(prompt[keep:-1])
+        self._extend(prompt[-1:])
 
     def _load_prefix(self, prefix: list[int]) -> None:
         """Make the cache hold exactly `prefix`, as evaluated alone from an empty cache."""

@@ -298,7 +298,8 @@ class OpenAICompatLLM:
         self._local = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
         self._scoring_lock = threading.Lock()
-        self._fresh_lock = threading.Lock()  # a cache-emptying request and the one it precedes
+        self._fresh_lock = threading.Lock()  # a scoring request and those that prepare it
+        self._primed_prompt: str | None = None  # the server holds this prompt but its last token
         self._flavor: str | None = None
         self._bos_prefix: list[int] = []  # what llama-cpp-python's /extras/tokenize prepends
         self._probed = False
@@ -337,9 +338,12 @@ class OpenAICompatLLM:
         capability probe's verdicts are kept."""
         self._forced_cached.cache_clear()
         self._run_cached.cache_clear()
+        self._primed_prompt = None
 
     # ----------------------------------------------------------------- HTTP
     def _request(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        if url.endswith("completions"):
+            self._primed_prompt = None  # the server's prompt cache now holds something else
         attempts = self._max_retries + 1
         last, last_status, retry_after = "", 0, 0.0
         for attempt in range(attempts):
@@ -389,17 +393,43 @@ class OpenAICompatLLM:
 
     def _post_scoring(self, payload: dict[str, Any]) -> Any:
         """A /v1/completions request whose log-probs score options. llama-cpp-python's server
-        evaluates a prompt after the longest prefix it shares with the previous request, and
-        log-probs read after such a prefix differ from those of a whole-prompt evaluation (see
-        docs/backends.md); there the request follows a one-token request that leaves no prefix to
-        share, the two under one lock (a request from elsewhere can still come between)."""
+        evaluates a prompt after the longest prefix it shares with the previous request (always
+        evaluating at least the prompt's last token), and log-probs read after such a prefix
+        depend on how the prompt was split into batches, hence on what ran before (see
+        docs/backends.md). There the server is first made to hold the prompt minus its last
+        token, read from an empty cache (a one-token request, then that text with max_tokens=1),
+        so every scoring request on that prompt reads only its last token and the choice's: the
+        split the embedded backend uses, and one evaluation of the prompt for all its choices.
+        A prompt that cannot be cut as text before its last token is read whole after the
+        one-token request instead. The requests go under one lock, and each `score_choices`
+        call prepares the server anew; a request from another client during the call can
+        still come between them and move its scores at the float level."""
         self._detect_flavor(tolerate_dead=True)
         if self._flavor != _Flavor.LLAMA_CPP_PYTHON:
             return self._post("/completions", payload)
+        prompt = payload["prompt"]
         with self._fresh_lock:
-            self._post("/completions", {"model": self._model, "prompt": "\n", "max_tokens": 1,
-                                        "temperature": 0.0})
-            return self._post("/completions", payload)
+            primed = self._primed_prompt == prompt
+            if not primed:
+                self._post("/completions", {"model": self._model, "prompt": "\n",
+                                            "max_tokens": 1})
+                head = self._head_text(prompt, self._tokenize_prompt(prompt))
+                if head is not None:
+                    self._post("/completions", {"model": self._model, "prompt": head,
+                                                "max_tokens": 1})
+                    primed = True
+            data = self._post("/completions", payload)
+            self._primed_prompt = prompt if primed else None
+            return data
+
+    def _head_text(self, text: str, ids: list[int]) -> str | None:
+        """The prefix of `text` that tokenizes to all of `ids` but the last, if there is one."""
+        if len(ids) < 2:
+            return None
+        try:
+            return self._text_before(text, ids, len(ids) - 1)
+        except ServerRejectedError:
+            return None
 
     def _plain_decoding(self) -> dict[str, float]:
         """Settings that switch off what an engine adds to plain decoding by default, so that
@@ -798,6 +828,7 @@ class OpenAICompatLLM:
         if not request.choices or any(not c for c in request.choices):
             raise ValueError("score_choices needs at least one choice and no empty choices")
         start = time.perf_counter()
+        self._primed_prompt = None  # another client may have used the server since the last call
         bias = request.bias.as_dict() if request.bias else {}
         rendered = self._render_chat(request.messages)
         if rendered is None:

@@ -214,6 +214,37 @@ def test_a_choice_the_server_spells_with_other_tokens_is_asked_token_by_token():
     assert len(forced) == 2 + 1  # " Darwin", " Sydney"; " Canberra" is one token anyway
 
 
+class LlamaCppPythonServer(ForcingServer):
+    """ForcingServer answering as llama-cpp-python's server: /extras/tokenize, no /tokenize."""
+
+    def __call__(self, req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/tokenize":
+            return httpx.Response(404)
+        if req.url.path == "/extras/tokenize":
+            return httpx.Response(200, json={"tokens": encode(json.loads(req.content)["input"])})
+        return super().__call__(req)
+
+
+def test_llama_cpp_python_reads_a_scored_prompt_once_and_its_last_token_with_each_option():
+    """Each score_choices call empties the server's prompt cache (a one-token request), has it
+    read the prompt but its last token, then asks each option on the whole prompt: the server
+    then reads only the last token and the option's, as the embedded backend does."""
+    server = LlamaCppPythonServer(grammar="canonical")
+    llm = server_llm(server, tokenizer=ByteTokenizer(), concurrency=1)
+    request = ChoiceRequest(user_prompt("q"), ("New York", "Paris"), "A: ")
+    context = "<s>user: q\nassistant: A: "
+    for _ in range(2):
+        llm.forget_scores()
+        start = len(server.calls)
+        scores = llm.score_choices(request)
+        assert scores.logprobs == pytest.approx([exact_logprob(context, c)
+                                                 for c in request.choices])
+        sent = [(b["prompt"], b.get("logprobs") is not None)
+                for p, b in server.calls[start:] if p == "/v1/completions"
+                and "faithrag" not in b["prompt"]]
+        assert sent == [("\n", False), (context[:-1], False), (context, True), (context, True)]
+
+
 def test_a_bias_is_added_exactly_when_each_choice_is_one_token_at_one_position():
     server = ForcingServer()
     bias = TokenBias.from_mapping({ord("B"): 2.5, ord("Z"): -4.0})
@@ -463,18 +494,6 @@ DARWIN = (
             "Reply with the text of the correct option."))
 
 
-def score_from_the_same_server_state(server: OpenAICompatLLM, base_url: str,
-                                     request: ChoiceRequest) -> ChoiceScores:
-    """Score over HTTP after one fixed unrelated completion. llama-cpp-python's server keeps
-    the previous request's tokens and evaluates only what follows the shared prefix, which
-    moves the logits at the float level; the same request before each scoring makes every
-    scoring start from the same cache, whatever ran before it, and a backend made with
-    concurrency=1 sends the scoring's own requests in the same order every time."""
-    httpx.post(f"{base_url}/completions", json={"prompt": "Reset.", "max_tokens": 1},
-               timeout=60).raise_for_status()
-    return server.score_choices(request)
-
-
 @pytest.mark.server
 @pytest.mark.model
 def test_server_option_probabilities_equal_the_embedded_backends(llama_server, tiny_gguf):
@@ -490,10 +509,10 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
                 ChoiceRequest(DARWIN, one_token, "Answer: ", bias),
                 ChoiceRequest(DARWIN, ("New Delhi", "New York", "Canberra"), "Answer: ")]
     for request in requests:
-        over_http = score_from_the_same_server_state(server, llama_server, request)
+        over_http = server.score_choices(request)
         in_process = embedded.score_choices(request)
         assert over_http.token_counts == in_process.token_counts
-        assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=0.02)
+        assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=1e-4)
         assert over_http.best == in_process.best
     assert server._forced_usable is True and server._grammar_runs is True
 
@@ -503,7 +522,8 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
 def test_server_option_probabilities_do_not_depend_on_what_the_server_read_before(
         llama_server, tiny_gguf):
     """llama-cpp-python's server reads a prompt after the prefix it shares with the previous
-    request; scoring requests are sent so that it shares none."""
+    request; scoring requests are sent so that it reads the prompt from an empty cache, its
+    last token on its own, as the embedded backend does: the same log-probs to float noise."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
     server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
@@ -519,8 +539,7 @@ def test_server_option_probabilities_do_not_depend_on_what_the_server_read_befor
         scored.append(server.score_choices(request).logprobs)
     assert scored[1] == pytest.approx(scored[0], abs=1e-6)
     assert scored[2] == pytest.approx(scored[0], abs=1e-6)
-    # the same scores as in process up to how llama.cpp batches the tokens it evaluates
-    assert scored[0] == pytest.approx(exact.logprobs, abs=0.1)
+    assert scored[0] == pytest.approx(exact.logprobs, abs=1e-4)
 
 
 @pytest.mark.server
@@ -562,9 +581,8 @@ def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template
 def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server, tiny_gguf):
     """CSRAG's dense bias (-1 on fact tokens, +3 on context tokens) on options of several
     tokens, over HTTP and in process. The bias's effect (biased minus unbiased scores, relative
-    to the first option) is compared: it is the same arithmetic on both sides, while the
-    model's own log-probs differ a little between a server that evaluates each prompt in other
-    batches and the embedded backend (their parity is the test above)."""
+    to the first option) is compared: it is the same arithmetic on both sides (the model's own
+    log-probs are compared in the tests above)."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
     server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
@@ -579,14 +597,13 @@ def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server
                     ("Darwin", "Sydney", "New Delhi")]:
         plain = ChoiceRequest(DARWIN, choices, "Answer: ")
         try:
-            over_http = score_from_the_same_server_state(server, llama_server,
-                                                         replace(plain, bias=bias))
+            over_http = server.score_choices(replace(plain, bias=bias))
         except ServerRejectedError as exc:
             assert "known only to within" in exc.message
             continue
         scored += 1
         assert over_http.probability_error <= 0.005
-        unbiased_http = score_from_the_same_server_state(server, llama_server, plain)
+        unbiased_http = server.score_choices(plain)
         unbiased, biased = embedded.score_choices_under(plain, [None, bias])
 
         def effect(with_bias, without):
