@@ -411,13 +411,11 @@ class OpenAICompatLLM:
         with self._fresh_lock:
             primed = self._primed_prompt == prompt
             if not primed:
-                self._post("/completions", {"model": self._model, "prompt": "\n",
-                                            "max_tokens": 1})
                 head = self._head_text(prompt, self._tokenize_prompt(prompt))
-                if head is not None:
-                    self._post("/completions", {"model": self._model, "prompt": head,
-                                                "max_tokens": 1})
-                    primed = True
+                for text in ("\n", head) if head is not None else ("\n",):
+                    self._post("/completions", {"model": self._model, "prompt": text,
+                                                "max_tokens": 1, "temperature": 0.0})
+                primed = head is not None
             data = self._post("/completions", payload)
             self._primed_prompt = prompt if primed else None
             return data
