@@ -312,6 +312,7 @@ class OpenAICompatLLM:
         self._grammar_runs = False  # (probe) a grammar forces a choice's tokens in one request
         self._raw_tops = False  # (probe) a forced reply's top log-probs are the unbiased ones
         self._top_n = TOP_LOGPROBS  # (probe) top log-probs asked per forced token
+        self._tops_by_id = False  # (probe) top log-probs name token ids ("token_id:N")
         self._top_key_ids_table: dict[str, list[int]] | None = None  # token text -> ids
         # one tokenization per text and one piece per id: bounded caches shared by all callers
         self._tokenize_cached = functools.lru_cache(maxsize=TOKENIZE_CACHE_SIZE)(
@@ -392,29 +393,36 @@ class OpenAICompatLLM:
         return self._request("POST", self.base_url + path, payload)
 
     def _post_scoring(self, payload: dict[str, Any]) -> Any:
-        """A /v1/completions request whose log-probs score options. llama-cpp-python's server
-        evaluates a prompt after the longest prefix it shares with the previous request (always
-        evaluating at least the prompt's last token), and log-probs read after such a prefix
-        depend on how the prompt was split into batches, hence on what ran before (see
-        docs/backends.md). There the server is first made to hold the prompt minus its last
-        token, read from an empty cache (a one-token request, then that text with max_tokens=1),
-        so every scoring request on that prompt reads only its last token and the choice's: the
-        split the embedded backend uses, and one evaluation of the prompt for all its choices.
-        A prompt that cannot be cut as text before its last token is read whole after the
-        one-token request instead. The requests go under one lock, and each `score_choices`
-        call prepares the server anew; a request from another client during the call can
-        still come between them and move its scores at the float level."""
+        """A /v1/completions request whose log-probs score options. llama.cpp's servers
+        evaluate a prompt after the longest prefix it shares with what they hold from the
+        previous request (always evaluating at least the prompt's last token), and log-probs
+        read after such a prefix depend on how the prompt was split into batches, hence on what
+        ran before (see docs/backends.md). There the server is first made to hold the prompt
+        minus its last token, read from an empty cache (llama-server: that text with
+        `cache_prompt` false; llama-cpp-python: a one-token request, then that text; each with
+        max_tokens=1), so every scoring request on that prompt reads only its last token and
+        the choice's: the split the embedded backend uses, and one evaluation of the prompt for
+        all its choices. A prompt that cannot be cut as text before its last token is read
+        whole from an empty cache instead. The requests go under one lock, and each
+        `score_choices` call prepares the server anew; a request from another client during
+        the call can still come between them and move its scores at the float level."""
         self._detect_flavor(tolerate_dead=True)
-        if self._flavor != _Flavor.LLAMA_CPP_PYTHON:
+        if self._flavor not in (_Flavor.LLAMA_CPP_PYTHON, _Flavor.LLAMA_SERVER):
             return self._post("/completions", payload)
         prompt = payload["prompt"]
         with self._fresh_lock:
             primed = self._primed_prompt == prompt
             if not primed:
                 head = self._head_text(prompt, self._tokenize_prompt(prompt))
-                for text in ("\n", head) if head is not None else ("\n",):
-                    self._post("/completions", {"model": self._model, "prompt": text,
-                                                "max_tokens": 1, "temperature": 0.0})
+                if self._flavor == _Flavor.LLAMA_SERVER:
+                    reads = [{"prompt": head, "cache_prompt": False}] if head is not None else []
+                    if head is None:
+                        payload = {**payload, "cache_prompt": False}
+                else:
+                    reads = [{"prompt": text} for text in ("\n", head) if text is not None]
+                for read in reads:
+                    self._post("/completions", {"model": self._model, "max_tokens": 1,
+                                                "temperature": 0.0, **read})
                 primed = head is not None
             data = self._post("/completions", payload)
             self._primed_prompt = prompt if primed else None
@@ -891,14 +899,16 @@ class OpenAICompatLLM:
             data = self._probe("POST", self.base_url + "/completions", payload)
             if data is None:
                 return False
-            tops = (_first_choice(data, self.base_url + "/completions").get("logprobs")
-                    or {}).get("top_logprobs") or []
+            tops = _completion_logprobs(data, self.base_url + "/completions").get(
+                "top_logprobs") or []
             unforced = {str(k): float(v) for k, v in (tops[0] or {}).items()} if tops else {}
+            self._tops_by_id = any(k.startswith("token_id:") for k in unforced)
             ranked = sorted(unforced.items(), key=lambda e: -e[1])
-            for text, logprob in ranked[1:]:
-                ids = self.tokenize(text)
-                if len(ids) != 1:
+            for key, logprob in ranked[1:]:
+                ids = self._top_key_ids(key) if key.startswith("token_id:") else self.tokenize(key)
+                if ids is None or len(ids) != 1:
                     continue
+                text = self.detokenize(ids)
                 forced = self._probe("POST", self.base_url + "/completions", {
                     **payload, "logit_bias": {str(ids[0]): LOGIT_BIAS_LIMIT}})
                 reply = None if forced is None else self._read_forced(forced, ids[0])
@@ -926,8 +936,8 @@ class OpenAICompatLLM:
         data = self._probe("POST", self.base_url + "/completions",
                            {**payload, "logprobs": WIDE_TOP_LOGPROBS})
         try:
-            tops = (_first_choice(data, self.base_url + "/completions").get("logprobs")
-                    or {}).get("top_logprobs") or [{}]
+            tops = _completion_logprobs(data, self.base_url + "/completions").get(
+                "top_logprobs") or [{}]
             wide = len(tops[0] or {}) > TOP_LOGPROBS + 1
         except (ServerRejectedError, AttributeError, TypeError):
             wide = False
@@ -941,7 +951,7 @@ class OpenAICompatLLM:
     def _read_run(self, data: Any, tokens: Sequence[int]) -> tuple[_ForcedReply, ...] | None:
         """The reply to a request that forced `tokens`, one per generated token, if the server
         generated exactly those tokens."""
-        logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+        logprobs = _completion_logprobs(data, self.base_url + "/completions")
         texts, values = logprobs.get("tokens") or [], logprobs.get("token_logprobs") or []
         if len(texts) != len(tokens) or len(values) != len(tokens) or None in values:
             return None
@@ -1075,8 +1085,9 @@ class OpenAICompatLLM:
 
     def _top_key(self, token: int) -> str | None:
         """The text under which the server lists `token` among top log-probs (vLLM:
-        "token_id:N"; else the token's text, from a local tokenizer only), or None."""
-        if self._flavor == _Flavor.VLLM:
+        "token_id:N", as is a llama-server's that lists ids, once read by
+        `_completion_logprobs`; else the token's text, from a local tokenizer only), or None."""
+        if self._flavor == _Flavor.VLLM or self._tops_by_id:
             return f"token_id:{token}"
         if self._local is None:
             return None
@@ -1168,7 +1179,7 @@ class OpenAICompatLLM:
         if request.answer_prefix:
             payload.update(prompt=context, logprobs=TOP_LOGPROBS)
             data = self._post("/completions", payload)
-            logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+            logprobs = _completion_logprobs(data, self.base_url + "/completions")
             tops = logprobs.get("top_logprobs") or []
             top = dict(tops[0]) if tops and tops[0] else {}
         else:
@@ -1224,7 +1235,7 @@ class OpenAICompatLLM:
                 "model": self._model, "prompt": context + choice, "max_tokens": 1,
                 "temperature": 0.0, "echo": True, "logprobs": 0,
                 "logit_bias": {str(forced): LOGIT_BIAS_LIMIT}})
-            logprobs = _first_choice(data, self.base_url + "/completions").get("logprobs") or {}
+            logprobs = _completion_logprobs(data, self.base_url + "/completions")
             tokens = logprobs.get("tokens") or []
             values = logprobs.get("token_logprobs") or []
             usage = data.get("usage") or {}
@@ -1283,6 +1294,30 @@ def _may_be_schema_reply(text: str, finish_reason: str | None, stop: Sequence[st
 
 def _messages_json(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _completion_logprobs(data: Any, url: str) -> dict[str, Any]:
+    """The log-probs of a /v1/completions reply in the legacy OpenAI shape (`tokens`,
+    `token_logprobs`, `top_logprobs` keyed by token text). llama.cpp's llama-server answers in
+    the chat shape (`content`: per token its id, log-prob and top log-probs, each with an id);
+    its tokens are named "token_id:N" there, as vLLM names them with
+    return_tokens_as_token_ids, so no text stands for two tokens. Entries of another shape give
+    no log-probs ({})."""
+    logprobs = _first_choice(data, url).get("logprobs")
+    if not isinstance(logprobs, dict):
+        return {}
+    content = logprobs.get("content")
+    if content is None:
+        return logprobs
+    if not isinstance(content, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("id"), int)
+            and all(isinstance(t, dict) and isinstance(t.get("id"), int)
+                    for t in e.get("top_logprobs") or []) for e in content):
+        return {}
+    return {"tokens": [f"token_id:{e['id']}" for e in content],
+            "token_logprobs": [e.get("logprob") for e in content],
+            "top_logprobs": [{f"token_id:{t['id']}": t.get("logprob")
+                              for t in e.get("top_logprobs") or []} for e in content]}
 
 
 def _first_choice(data: Any, url: str) -> dict[str, Any]:
