@@ -60,11 +60,13 @@ class ForcingServer:
     `biased_tops` reports top log-probs after the bias. A GBNF `grammar` holding one literal is
     ignored unless `grammar` says how the server spells that literal: "canonical" (its
     tokenization, as llama-cpp-python's greedy pick under the grammar usually does) or "bytes"
-    (one byte a token, which differs for WORDS)."""
+    (one byte a token, which differs for WORDS). `content_shape` answers /v1/completions'
+    log-probs in the chat shape with token ids, as llama.cpp's llama-server does."""
 
     def __init__(self, logprobs: bool = True, chat_text: str = "ok",
                  max_logprobs: int | None = None, biased_tops: bool = False,
-                 grammar: str | None = None):
+                 grammar: str | None = None, content_shape: bool = False):
+        self.content_shape = content_shape
         self.logprobs = logprobs
         self.chat_text = chat_text
         self.max_logprobs = max_logprobs
@@ -111,9 +113,11 @@ class ForcingServer:
         if self.logprobs and body.get("logprobs") is not None:
             ranked = sorted(range(len(values)), key=lambda b: -shown[b])[:body["logprobs"]]
             top = {decode([b]): shown[b] for b in ranked}
-            choice["logprobs"] = {"tokens": [piece], "token_logprobs": [values[token]],
-                                  "top_logprobs": [{**top, piece: shown[token]}],
-                                  "text_offset": [len(body["prompt"])]}
+            choice["logprobs"] = self.shaped([token], [values[token]], [
+                {b: shown[b] for b in ranked}]) if self.content_shape else {
+                "tokens": [piece], "token_logprobs": [values[token]],
+                "top_logprobs": [{**top, piece: shown[token]}],
+                "text_offset": [len(body["prompt"])]}
         return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"].encode()),
                                                "completion_tokens": 1}}
 
@@ -121,18 +125,27 @@ class ForcingServer:
         text = ast.literal_eval(body["grammar"].split("::=", 1)[1].strip())
         ids = (encode(text) if self.grammar == "canonical" else list(text.encode()))
         ids = ids[:body["max_tokens"]]
-        pieces, logprobs, tops = [], [], []
+        pieces, logprobs, tops, by_id = [], [], [], []
         for i, token in enumerate(ids):
             values = byte_logprobs(body["prompt"] + decode(ids[:i]))
             ranked = sorted(range(len(values)), key=lambda b: -values[b])[:body["logprobs"]]
             pieces.append(decode([token]))
             logprobs.append(values[token])
             tops.append({**{decode([b]): values[b] for b in ranked}, pieces[-1]: values[token]})
+            by_id.append({b: values[b] for b in ranked})
         choice = {"index": 0, "text": "".join(pieces), "finish_reason": "stop",
-                  "logprobs": {"tokens": pieces, "token_logprobs": logprobs,
-                               "top_logprobs": tops}}
+                  "logprobs": self.shaped(ids, logprobs, by_id) if self.content_shape else {
+                      "tokens": pieces, "token_logprobs": logprobs, "top_logprobs": tops}}
         return {"choices": [choice], "usage": {"prompt_tokens": len(body["prompt"].encode()),
                                                "completion_tokens": len(ids)}}
+
+    @staticmethod
+    def shaped(ids: list[int], logprobs: list[float], tops: list[dict[int, float]]) -> dict:
+        """llama-server's shape: per generated token its id, text, log-prob and top log-probs."""
+        return {"content": [
+            {"id": t, "token": decode([t]), "logprob": lp, "top_logprobs": [
+                {"id": b, "token": decode([b]), "logprob": v} for b, v in top.items()]}
+            for t, lp, top in zip(ids, logprobs, tops)]}
 
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.calls if p == path)
@@ -166,6 +179,13 @@ def exact_logprob(context: str, choice: str) -> float:
     return sum(byte_logprobs(context + choice[:k])[b] for k, b in enumerate(choice.encode()))
 
 
+def scoring_requests(server: ForcingServer) -> list[dict]:
+    """The completion requests that score: not the capability probe's, nor those that make
+    the server read a prompt first (`cache_prompt` false)."""
+    return [b for p, b in server.calls if p == "/v1/completions"
+            and "faithrag" not in b["prompt"] and b.get("cache_prompt") is not False]
+
+
 def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
     server = ForcingServer()
     llm = server_llm(server)
@@ -179,7 +199,7 @@ def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
     probes = [b for p, b in server.calls if p == "/v1/completions" and "faithrag" in b["prompt"]]
     # top log-probs, one forced token, the widest top, a grammar run: once per backend
     assert len(probes) == 4
-    forced = [b for p, b in server.calls if p == "/v1/completions" and b not in probes]
+    forced = scoring_requests(server)
     # "New " is shared by two choices: its four tokens are asked once, and the second call
     # asks nothing again
     assert len(forced) == len({(context + c[:k], c[k]) for c in request.choices
@@ -197,8 +217,7 @@ def test_a_server_taking_grammars_scores_each_choice_in_one_request():
     assert llm.score_choices(request).logprobs == first.logprobs  # asked once
     llm.forget_scores()
     assert llm.score_choices(request).logprobs == first.logprobs  # asked again
-    scoring = [b for p, b in server.calls if p == "/v1/completions"
-               and "faithrag" not in b["prompt"]]
+    scoring = scoring_requests(server)
     assert [b["max_tokens"] for b in scoring] == [8, 9, 5] * 2
     assert all(b["grammar"].startswith("root ::= ") for b in scoring)
 
@@ -209,8 +228,7 @@ def test_a_choice_the_server_spells_with_other_tokens_is_asked_token_by_token():
     scores = server_llm(server).score_choices(request)
     assert scores.logprobs == pytest.approx(server_llm(ForcingServer()).score_choices(
         request).logprobs)
-    forced = [b for p, b in server.calls if p == "/v1/completions" and "grammar" not in b
-              and "faithrag" not in b["prompt"]]
+    forced = [b for b in scoring_requests(server) if "grammar" not in b]
     assert len(forced) == 2 + 1  # " Darwin", " Sydney"; " Canberra" is one token anyway
 
 
@@ -289,6 +307,31 @@ def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_prob
         "200": 100.0}]
     # one per position that not every choice shares (the first one is: its normaliser cancels)
     assert len(alone) == len({CONTEXT + c[:k] for c in choices for k in (1, 2)})
+
+
+def test_llama_server_log_probs_in_the_chat_shape_bound_a_bias_by_token_id():
+    server = ForcingServer(grammar="canonical", content_shape=True)
+    llm = server_llm(server, tokenizer=ByteTokenizer())
+    bias = {ord("e"): 3.0, ord("a"): -1.0, ord("x"): 3.0, 200: 3.0}
+    choices = ("Bee", "Cat", "Axe")
+    scores = llm.score_choices(
+        ChoiceRequest(user_prompt("q"), choices, "A: ", TokenBias.from_mapping(bias)))
+    assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
+    assert scores.probability_error < 1e-9 and llm._tops_by_id and llm._grammar_runs
+    # byte 200 is listed under its id, so it is never asked on its own
+    assert not [b for p, b in server.calls if b.get("logit_bias") == {"200": 100.0}]
+
+
+def test_llama_server_reads_a_scored_prompt_but_its_last_token_once_from_an_empty_cache():
+    server = ForcingServer(grammar="canonical", content_shape=True)
+    llm = server_llm(server, tokenizer=ByteTokenizer(), concurrency=1)
+    request = ChoiceRequest(user_prompt("q"), ("New York", "Paris"), "A: ")
+    scores = llm.score_choices(request)
+    context = "<s>user: q\nassistant: A: "
+    assert scores.logprobs == pytest.approx([exact_logprob(context, c) for c in request.choices])
+    sent = [(b["prompt"], b.get("cache_prompt")) for p, b in server.calls
+            if p == "/v1/completions" and "faithrag" not in b["prompt"]]
+    assert sent == [(context[:-1], False), (context, None), (context, None)]
 
 
 def test_a_bias_the_top_log_probs_cannot_bound_closely_enough_is_refused():
