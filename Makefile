@@ -29,8 +29,10 @@ models: setup
 demo: models
 	$(BIN)/faithrag demo
 
+# the tests also drive llama.cpp's own llama-server, built once from the wheel's llama.cpp sources
 test: models-tiny
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHON=$(BIN)/python scripts/build_llama_server.sh > $(VENV)/.llama-server-path
+	FAITHRAG_LLAMA_SERVER=$$(cat $(VENV)/.llama-server-path) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not model and not server and not install" $(PYTEST_ARGS)

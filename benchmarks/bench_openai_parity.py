@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -79,28 +80,49 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVERS = ("llama-cpp-python", "llama-server")
+
+
+def server_command(kind: str, gguf: Path, n_ctx: int, threads: int, port: int,
+                   binary: str | None) -> list[str]:
+    """The command that serves `gguf` on loopback as the embedded backend runs it (flash
+    attention, the same context window and threads). llama-server: one slot and no prompt
+    cache in RAM, so a request finds in its cache only what the previous request left."""
+    if kind == "llama-cpp-python":
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+                "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads",
+                str(threads), "--n_threads_batch", str(threads), "--flash_attn", "True",
+                "--verbose", "False", "--model_alias", SERVED_NAME]
+    if not binary:
+        raise SystemExit("--server llama-server needs its binary: --llama-server PATH or "
+                         "FAITHRAG_LLAMA_SERVER (scripts/build_llama_server.sh builds it)")
+    return [binary, "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+            "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads),
+            "--flash-attn", "on", "--parallel", "1", "--cache-ram", "0", "--no-webui",
+            "--alias", SERVED_NAME]
+
+
 @contextmanager
-def llama_server(gguf: Path, n_ctx: int, threads: int, log_path: Path) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server on `gguf` (loopback); yields its base URL."""
+def served_model(kind: str, gguf: Path, n_ctx: int, threads: int, log_path: Path,
+                 binary: str | None = None) -> Iterator[str]:
+    """`kind` of SERVERS serving `gguf` (loopback); yields its base URL, stops it afterwards."""
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-           "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-           "--n_threads_batch", str(threads), "--flash_attn", "True", "--verbose", "False",
-           "--model_alias", SERVED_NAME]
+    cmd = server_command(kind, gguf, n_ctx, threads, port, binary)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited ({proc.returncode}); see {log_path}")
+                raise RuntimeError(f"{kind} exited ({proc.returncode}); see {log_path}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
+                ready = "/v1/models" if kind == "llama-cpp-python" else "/health"
+                if httpx.get(f"http://127.0.0.1:{port}{ready}", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server not ready after 300 s; see {log_path}")
+                raise RuntimeError(f"{kind} not ready after 300 s; see {log_path}")
             time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -116,7 +138,8 @@ def start_afresh(llm: OpenAICompatLLM, model: str = SERVED_NAME) -> None:
     left (choice_scoring's options, scored again by csrag_choices)."""
     llm.forget_scores()
     httpx.post(f"{llm.base_url}/completions", json={"model": model, "prompt": "\n",
-                                                    "max_tokens": 1, "temperature": 0.0},
+                                                    "max_tokens": 1, "temperature": 0.0,
+                                                    "cache_prompt": False},
                timeout=60).raise_for_status()
 
 
@@ -275,6 +298,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=list(STAGES))
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--server", choices=SERVERS, default="llama-cpp-python",
+                        help="the OpenAI-compatible server the benchmark starts")
+    parser.add_argument("--llama-server", default=os.environ.get("FAITHRAG_LLAMA_SERVER"),
+                        help="llama-server binary for --server llama-server (default: "
+                             "$FAITHRAG_LLAMA_SERVER; scripts/build_llama_server.sh builds it)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="SECTION.KEY=VALUE",
@@ -291,7 +319,8 @@ def main(argv: list[str] | None = None) -> None:
         kb_dir = build_trusted_index(setting, args.out / "kb", configure(None, use_cache=False))
         embedded = load_llm(configure(None, model=str(gguf), llm__n_ctx=args.n_ctx,
                                       llm__n_threads=args.threads).llm)
-        with llama_server(gguf, args.n_ctx, args.threads, args.out / "server.log") as url:
+        with served_model(args.server, gguf, args.n_ctx, args.threads, args.out / "server.log",
+                          args.llama_server) as url:
             served = load_llm(configure(None, backend="openai", base_url=url, model=SERVED_NAME,
                                         llm__tokenizer=str(gguf), llm__timeout=600).llm)
             run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),

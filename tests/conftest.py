@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -41,33 +42,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server(tiny_gguf, tmp_path_factory):
-    """`python -m llama_cpp.server` on the tiny GGUF; yields its base URL, stops it afterwards.
-    One thread: with more, llama.cpp's spinning thread barriers crawl on a busy machine."""
-    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias",
-           "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False",
-           # llama.cpp's own default, as the embedded backend runs it (same logits)
-           "--flash_attn", "True"]
+def _serve(cmd: list[str], port: int, ready: str, log_path):
+    """Run `cmd` until GET `ready` answers 200 on `port`; yields the base URL, stops it after."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited ({proc.returncode}):\n"
+                pytest.fail(f"{cmd[0]} exited ({proc.returncode}):\n"
                             f"{log_path.read_text(errors='replace')[-2000:]}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).status_code == 200:
+                if httpx.get(f"http://127.0.0.1:{port}{ready}", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready after 60 s:\n"
+                pytest.fail(f"{cmd[0]} not ready after 60 s:\n"
                             f"{log_path.read_text(errors='replace')[-2000:]}")
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}/v1"
@@ -78,6 +69,45 @@ def llama_server(tiny_gguf, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tiny_gguf, tmp_path_factory):
+    """`python -m llama_cpp.server` on the tiny GGUF; yields its base URL, stops it afterwards.
+    One thread: with more, llama.cpp's spinning thread barriers crawl on a busy machine."""
+    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed")
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias",
+           "tiny", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+           "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False",
+           # llama.cpp's own default, as the embedded backend runs it (same logits)
+           "--flash_attn", "True"]
+    yield from _serve(cmd, port, "/v1/models",
+                      tmp_path_factory.mktemp("llama_server") / "server.log")
+
+
+@pytest.fixture(scope="session")
+def native_llama_server(tiny_gguf, tmp_path_factory):
+    """llama.cpp's own `llama-server` (the binary at $FAITHRAG_LLAMA_SERVER, which `make test`
+    builds with scripts/build_llama_server.sh) on the tiny GGUF, as the fixture above: one
+    thread, flash attention, one slot and no prompt cache in RAM."""
+    binary = os.environ.get("FAITHRAG_LLAMA_SERVER")
+    if not binary:
+        pytest.skip("llama-server not built: FAITHRAG_LLAMA_SERVER=$(scripts/build_llama_server.sh)"
+                    " (make test sets it)")
+    port = free_port()
+    cmd = [binary, "--model", str(tiny_gguf), "--alias", "tiny", "--host", "127.0.0.1",
+           "--port", str(port), "--ctx-size", "2048", "--threads", "1", "--threads-batch", "1",
+           "--flash-attn", "on", "--parallel", "1", "--cache-ram", "0", "--no-webui"]
+    yield from _serve(cmd, port, "/health",
+                      tmp_path_factory.mktemp("native_llama_server") / "server.log")
+
+
+@pytest.fixture(params=["llama_server", "native_llama_server"],
+                ids=["llama-cpp-python", "llama-server"])
+def any_llama_server(request):
+    """Each of llama.cpp's two OpenAI-compatible servers on the tiny GGUF, in turn."""
+    return request.getfixturevalue(request.param)
 
 
 def _write(root, name, rows):

@@ -1,6 +1,6 @@
 """The parity benchmark's summary (fast), and parity itself on the tiny model: every stage run in
-process and behind a real `python -m llama_cpp.server` gives the same answers (marked `model`
-and `server`)."""
+process and behind each of llama.cpp's real servers (`python -m llama_cpp.server`,
+`llama-server`) gives the same answers (marked `model` and `server`)."""
 
 import bench_openai_parity as parity
 import pytest
@@ -41,7 +41,7 @@ def test_summary_counts_agreement_probability_gaps_and_the_time_ratio():
 
 
 # Stages whose answer is scored options or a few greedy tokens. The others generate long text,
-# where llama-cpp-python's server, which evaluates only the part of a prompt after the prefix it
+# where a llama.cpp server, which evaluates only the part of a prompt after the prefix it
 # shares with the previous prompt, computes slightly different logits from a whole-prompt
 # evaluation; on this tiny model's near-ties that can change a later token (BENCHMARKS.md,
 # "OpenAI-compatible parity", measures the agreement on the default model).
@@ -50,7 +50,7 @@ SHORT_ANSWERS = {"vanilla", "choice_scoring", "csrag_choices"}
 
 @pytest.mark.model
 @pytest.mark.server
-def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_gguf, tmp_path):
+def test_every_stage_answers_alike_in_process_and_over_http(any_llama_server, tiny_gguf, tmp_path):
     from faithrag.config import LLMConfig
     from faithrag.llm import load_llm
     from faithrag.retrieval import InMemoryRetriever
@@ -69,7 +69,7 @@ def test_every_stage_answers_alike_in_process_and_over_http(llama_server, tiny_g
                          ["Canberra", "Darwin"])]
     # the server fixture's window and thread count, so both compute the same logits
     embedded = load_llm(LLMConfig(model=str(tiny_gguf), n_ctx=2048, n_threads=1))
-    served = load_llm(LLMConfig(backend="openai", base_url=llama_server, model="tiny",
+    served = load_llm(LLMConfig(backend="openai", base_url=any_llama_server, model="tiny",
                                 tokenizer=str(tiny_gguf), timeout=300))
     parity.run({"embedded": embedded, "openai": served}, cases, retriever, str(kb.directory),
                list(parity.STAGES), 3, tmp_path, lambda line: None,

@@ -500,8 +500,9 @@ CAPITAL = user_prompt("What is the capital of France? Answer with one word.")
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_logit_bias_flips_the_greedy_answer(llama_server, tiny_gguf):
-    llm = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+def test_server_logit_bias_flips_the_greedy_answer(any_llama_server, tiny_gguf):
+    llm = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                          context_window=2048)
     london = llm.tokenize("London")
     assert len(london) == 1
     plain, biased = llm.generate([
@@ -514,9 +515,10 @@ def test_server_logit_bias_flips_the_greedy_answer(llama_server, tiny_gguf):
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_tokenizer_equals_the_local_gguf_vocabulary(llama_server, tiny_gguf):
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer="server")
-    local = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf))  # probes for a match
+def test_server_tokenizer_equals_the_local_gguf_vocabulary(any_llama_server, tiny_gguf):
+    server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer="server")
+    local = OpenAICompatLLM(any_llama_server, "tiny",
+                            tokenizer=str(tiny_gguf))  # probes for a match
     texts = ["The Eiffel Tower was finished in 1889.", "  leading spaces\tand\ttabs\n",
              "naïve café, Zürich — 東京", "x"]
     for text in texts:

@@ -539,11 +539,11 @@ DARWIN = (
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_option_probabilities_equal_the_embedded_backends(llama_server, tiny_gguf):
+def test_server_option_probabilities_equal_the_embedded_backends(any_llama_server, tiny_gguf):
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
-                             concurrency=1)
+    server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                             context_window=2048, concurrency=1)
     embedded = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1)
     one_token = ("Canberra", "Darwin", "Sydney")  # " Canberra" etc. are single tokens
     bias = TokenBias.from_mapping({t: 3.0 for c in ("Darwin", "Sydney")
@@ -555,7 +555,7 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
         over_http = server.score_choices(request)
         in_process = embedded.score_choices(request)
         assert over_http.token_counts == in_process.token_counts
-        assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=1e-4)
+        assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=1e-3)
         assert over_http.best == in_process.best
     assert server._forced_usable is True and server._grammar_runs is True
 
@@ -563,39 +563,40 @@ def test_server_option_probabilities_equal_the_embedded_backends(llama_server, t
 @pytest.mark.server
 @pytest.mark.model
 def test_server_option_probabilities_do_not_depend_on_what_the_server_read_before(
-        llama_server, tiny_gguf):
-    """llama-cpp-python's server reads a prompt after the prefix it shares with the previous
-    request; scoring requests are sent so that it reads the prompt from an empty cache, its
-    last token on its own, as the embedded backend does: the same log-probs to float noise."""
+        any_llama_server, tiny_gguf):
+    """llama.cpp's servers read a prompt after the prefix it shares with what the previous
+    request left; scoring requests are sent so that they read the prompt from an empty cache,
+    its last token on its own, as the embedded backend does: the same log-probs to float
+    noise, whatever ran before."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
-                             concurrency=1)
+    server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                             context_window=2048, concurrency=1)
     request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
     exact = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1).score_choices(request)
     rendered = server._render_chat(DARWIN) + "Answer: "
     scored = []
     for before in ("Reset.", rendered + "New", rendered + "Northern"):
-        httpx.post(f"{llama_server}/completions", json={"prompt": before, "max_tokens": 1},
+        httpx.post(f"{any_llama_server}/completions", json={"prompt": before, "max_tokens": 1},
                    timeout=60).raise_for_status()
         server.forget_scores()
         scored.append(server.score_choices(request).logprobs)
     assert scored[1] == pytest.approx(scored[0], abs=1e-6)
     assert scored[2] == pytest.approx(scored[0], abs=1e-6)
-    assert scored[0] == pytest.approx(exact.logprobs, abs=1e-4)
+    assert scored[0] == pytest.approx(exact.logprobs, abs=1e-3)
 
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_grammar_runs_score_each_option_in_one_request_as_in_process(llama_server,
+def test_server_grammar_runs_score_each_option_in_one_request_as_in_process(any_llama_server,
                                                                             tiny_gguf):
-    """llama-cpp-python takes a GBNF grammar and reports log-probs before it: an option of
+    """llama.cpp's servers take a GBNF grammar and report log-probs before it: an option of
     several tokens that the server spells as the tokenizer does is one request, and its score
     is the embedded backend's (which also reads the option's tokens after the prompt)."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
-                             concurrency=1)
+    server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                             context_window=2048, concurrency=1)
     request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
     before = server._run_cached.cache_info().misses
     scores = server.score_choices(request)
@@ -621,15 +622,15 @@ def test_stages_that_score_after_a_partial_answer_are_refused_without_a_template
 
 @pytest.mark.server
 @pytest.mark.model
-def test_server_scores_options_of_several_tokens_under_a_dense_bias(llama_server, tiny_gguf):
+def test_server_scores_options_of_several_tokens_under_a_dense_bias(any_llama_server, tiny_gguf):
     """CSRAG's dense bias (-1 on fact tokens, +3 on context tokens) on options of several
     tokens, over HTTP and in process. The bias's effect (biased minus unbiased scores, relative
     to the first option) is compared: it is the same arithmetic on both sides (the model's own
     log-probs are compared in the tests above)."""
     from faithrag.llm.llamacpp import LlamaCppLLM
 
-    server = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048,
-                             concurrency=1)
+    server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                             context_window=2048, concurrency=1)
     embedded = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1)
     bias = TokenBias.from_sets([
         (-1.0, server.tokenize("Canberra is the capital of Australia. New Delhi is in India.")),

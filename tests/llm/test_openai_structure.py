@@ -140,8 +140,9 @@ def test_constrain_false_sends_no_structure():
 # ----------------------------------------------------------------------------- real server
 @pytest.mark.model
 @pytest.mark.server
-def test_the_real_llama_cpp_server_returns_schema_valid_json(llama_server, tiny_gguf):
-    llm = OpenAICompatLLM(llama_server, "tiny", tokenizer=str(tiny_gguf), context_window=2048)
+def test_the_real_llama_cpp_servers_return_schema_valid_json(any_llama_server, tiny_gguf):
+    llm = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                          context_window=2048)
     schema = choice_answer_schema(["Paris", "London", "Berlin"], max_tokens=96)
     prompts = ["What is the capital of France?", "Which city is in Germany?",
                "Name a city on the Thames."]
@@ -153,7 +154,8 @@ def test_the_real_llama_cpp_server_returns_schema_valid_json(llama_server, tiny_
         assert set(value) == {"Reason", "Answer"} and value["Answer"] in schema[
             "properties"]["Answer"]["enum"]
         assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
-    assert llm._refused_forms == {"json_schema"}  # it takes llama-cpp-python's own form
+    # llama-cpp-python takes its own form; llama-server the OpenAI one
+    assert llm._refused_forms == (set() if llm._flavor == "llama-server" else {"json_schema"})
     grammar = label_grammar("SUPPORT", ("SUPPORTED", "PARTIAL", "UNSUPPORTED"))
     graded = llm.generate([GenerationRequest(user_prompt("Is the sky green?"), max_tokens=16,
                                              grammar=grammar)])[0]

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Build (once) llama.cpp's own OpenAI-compatible server, `llama-server`, from the llama.cpp
+# sources that the pinned llama-cpp-python release vendors (the same llama.cpp as the embedded
+# backend), statically linked, with the CPU flags of scripts/llama_build_flags.sh. Kept in
+# $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels) next to the wheel; prints its path.
+# The tests and benchmarks/bench_openai_parity.py find it there (or at $FAITHRAG_LLAMA_SERVER).
+set -euo pipefail
+PY=${PYTHON:-python}
+VERSION=${FAITHRAG_LLAMA_VERSION:-0.3.36}
+WHEEL_CACHE=${FAITHRAG_WHEEL_CACHE:-${FAITHRAG_CACHE:-$HOME/.cache/faithrag}/wheels}
+
+. "$(dirname "$0")/llama_build_flags.sh"  # cmake_args and key
+server_dir="$WHEEL_CACHE/llama-server-$VERSION-$key"
+
+if [ ! -x "$server_dir/llama-server" ]; then
+  echo "Building llama-server from llama-cpp-python $VERSION's sources (takes ~6 min on 2 cores)" >&2
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  "$PY" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    -d "$work" "llama-cpp-python==$VERSION" >&2
+  tar xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
+  src=$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)
+  # shellcheck disable=SC2086  # cmake_args is a list of flags
+  cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF $cmake_args >&2
+  cmake --build "$work/build" --target llama-server -j "$(nproc)" >&2
+  mkdir -p "$server_dir.tmp"
+  cp "$work/build/bin/llama-server" "$server_dir.tmp/"
+  rm -rf "$server_dir" && mv "$server_dir.tmp" "$server_dir"
+fi
+echo "$server_dir/llama-server"
