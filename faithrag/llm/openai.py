@@ -414,11 +414,10 @@ class OpenAICompatLLM:
             primed = self._primed_prompt == prompt
             if not primed:
                 head = self._head_text(prompt, self._tokenize_prompt(prompt))
-                if self._flavor == _Flavor.LLAMA_SERVER:
-                    reads = [{"prompt": head, "cache_prompt": False}] if head is not None else []
-                    if head is None:
-                        payload = {**payload, "cache_prompt": False}
-                else:
+                if self._flavor == _Flavor.LLAMA_SERVER:  # cache_prompt false: an empty cache
+                    reads = [] if head is None else [{"prompt": head, "cache_prompt": False}]
+                    payload = payload if head is not None else {**payload, "cache_prompt": False}
+                else:  # a one-token prompt leaves no prefix to share
                     reads = [{"prompt": text} for text in ("\n", head) if text is not None]
                 for read in reads:
                     self._post("/completions", {"model": self._model, "max_tokens": 1,
@@ -1301,18 +1300,22 @@ def _completion_logprobs(data: Any, url: str) -> dict[str, Any]:
     `token_logprobs`, `top_logprobs` keyed by token text). llama.cpp's llama-server answers in
     the chat shape (`content`: per token its id, log-prob and top log-probs, each with an id);
     its tokens are named "token_id:N" there, as vLLM names them with
-    return_tokens_as_token_ids, so no text stands for two tokens. Entries of another shape give
-    no log-probs ({})."""
+    return_tokens_as_token_ids, so no text stands for two tokens. A `content` of another shape
+    gives no log-probs ({})."""
     logprobs = _first_choice(data, url).get("logprobs")
     if not isinstance(logprobs, dict):
         return {}
     content = logprobs.get("content")
     if content is None:
         return logprobs
+
+    def entry(e: Any) -> bool:
+        return (isinstance(e, dict) and type(e.get("id")) is int
+                and type(e.get("logprob")) in (int, float))
+
     if not isinstance(content, list) or not all(
-            isinstance(e, dict) and isinstance(e.get("id"), int)
-            and all(isinstance(t, dict) and isinstance(t.get("id"), int)
-                    for t in e.get("top_logprobs") or []) for e in content):
+            entry(e) and isinstance(e.get("top_logprobs") or [], list)
+            and all(entry(t) for t in e.get("top_logprobs") or []) for e in content):
         return {}
     return {"tokens": [f"token_id:{e['id']}" for e in content],
             "token_logprobs": [e.get("logprob") for e in content],

@@ -18,7 +18,12 @@ from hypothesis import strategies as st
 
 from faithrag.errors import ConfigError, ServerRejectedError
 from faithrag.llm.base import ChoiceRequest, ChoiceScores, Message, TokenBias, user_prompt
-from faithrag.llm.openai import OpenAICompatLLM, log_normaliser_bounds, probability_error
+from faithrag.llm.openai import (
+    OpenAICompatLLM,
+    _completion_logprobs,
+    log_normaliser_bounds,
+    probability_error,
+)
 
 BASE = "http://llm.test/v1"
 TEMPLATE = "<s>user: q\nassistant: "
@@ -320,6 +325,24 @@ def test_llama_server_log_probs_in_the_chat_shape_bound_a_bias_by_token_id():
     assert scores.probability_error < 1e-9 and llm._tops_by_id and llm._grammar_runs
     # byte 200 is listed under its id, so it is never asked on its own
     assert not [b for p, b in server.calls if b.get("logit_bias") == {"200": 100.0}]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.sampled_from(["id", "logprob", "top_logprobs", "token",
+                                                       "content", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@given(JSON)
+def test_completion_log_probs_of_any_shape_are_read_or_given_as_none(logprobs):
+    data = {"choices": [{"text": "", "logprobs": logprobs}]}
+    read = _completion_logprobs(data, BASE)
+    assert isinstance(read, dict)
+    if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list) and read:
+        assert len(read["tokens"]) == len(read["token_logprobs"]) == len(logprobs["content"])
+        assert all(isinstance(v, (int, float)) for v in read["token_logprobs"])
+        assert all(k.startswith("token_id:") for top in read["top_logprobs"] for k in top)
 
 
 def test_llama_server_reads_a_scored_prompt_but_its_last_token_once_from_an_empty_cache():
