@@ -891,11 +891,12 @@ class OpenAICompatLLM:
         """Ask for the top log-probs after a fixed text, force a runner-up, compare: the forced
         token must come back with its unforced log-prob. Also records whether the forced
         reply's top log-probs are the unforced ones (`_raw_tops`: a bias's normaliser can be
-        bounded from them) and how many the server returns (`_top_n`)."""
+        bounded from them) and how many the server returns (`_top_n`). The requests are sent as
+        scoring requests are (`_post_scoring`), so all of them read the probe text alike."""
         payload: dict[str, Any] = {"model": self._model, "prompt": _PROBE_TEXT,
                                    "max_tokens": 1, "temperature": 0.0, "logprobs": 5}
         try:
-            data = self._probe("POST", self.base_url + "/completions", payload)
+            data = self._probe_scoring(payload)
             if data is None:
                 return False
             tops = _completion_logprobs(data, self.base_url + "/completions").get(
@@ -908,7 +909,7 @@ class OpenAICompatLLM:
                 if ids is None or len(ids) != 1:
                     continue
                 text = self.detokenize(ids)
-                forced = self._probe("POST", self.base_url + "/completions", {
+                forced = self._probe_scoring({
                     **payload, "logit_bias": {str(ids[0]): LOGIT_BIAS_LIMIT}})
                 reply = None if forced is None else self._read_forced(forced, ids[0])
                 if reply is None or abs(reply.logprob - logprob) >= 1e-3:
@@ -917,7 +918,7 @@ class OpenAICompatLLM:
                 self._raw_tops = all(abs(seen.get(k, math.inf) - v) < 1e-3
                                      for k, v in unforced.items())
                 self._top_n = self._widest_top_logprobs(payload)
-                run = self._probe("POST", self.base_url + "/completions", {
+                run = self._probe_scoring({
                     **payload, "grammar": "root ::= " + gbnf_literal(text)})
                 run_reply = None if run is None else self._read_forced(run, ids[0])
                 self._grammar_runs = (run_reply is not None
@@ -928,12 +929,18 @@ class OpenAICompatLLM:
             return False
         return False
 
+    def _probe_scoring(self, payload: dict[str, Any]) -> Any:
+        """`_post_scoring`, or None when the server refuses the request (4xx)."""
+        try:
+            return self._post_scoring(payload)
+        except ServerRejectedError:
+            return None
+
     def _widest_top_logprobs(self, payload: dict[str, Any]) -> int:
         """WIDE_TOP_LOGPROBS when the server returns more than TOP_LOGPROBS top log-probs per
         position (llama-cpp-python; vLLM started with a larger --max-logprobs), else
         TOP_LOGPROBS (vLLM's default cap refuses more)."""
-        data = self._probe("POST", self.base_url + "/completions",
-                           {**payload, "logprobs": WIDE_TOP_LOGPROBS})
+        data = self._probe_scoring({**payload, "logprobs": WIDE_TOP_LOGPROBS})
         try:
             tops = _completion_logprobs(data, self.base_url + "/completions").get(
                 "top_logprobs") or [{}]

@@ -201,7 +201,8 @@ def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
     assert first.token_counts == [8, 9, 5] and not first.warnings
     again = llm.score_choices(request)
     assert again.logprobs == first.logprobs
-    probes = [b for p, b in server.calls if p == "/v1/completions" and "faithrag" in b["prompt"]]
+    probes = [b for p, b in server.calls if p == "/v1/completions" and "faithrag" in b["prompt"]
+              and b.get("cache_prompt") is not False]
     # top log-probs, one forced token, the widest top, a grammar run: once per backend
     assert len(probes) == 4
     forced = scoring_requests(server)
@@ -256,6 +257,7 @@ def test_llama_cpp_python_reads_a_scored_prompt_once_and_its_last_token_with_eac
     llm = server_llm(server, tokenizer=ByteTokenizer(), concurrency=1)
     request = ChoiceRequest(user_prompt("q"), ("New York", "Paris"), "A: ")
     context = "<s>user: q\nassistant: A: "
+    llm.score_choices(request)  # the capability probe, once
     for _ in range(2):
         llm.forget_scores()
         start = len(server.calls)
@@ -506,8 +508,9 @@ def test_csrag_choices_question_costs_a_bounded_number_of_tokenizer_calls(tmp_pa
                           choices=["Canberra", "Darwin", "Sydney"])
     assert result.answer.text in ("Canberra", "Darwin", "Sydney")
     tokenizer_calls = server.count("/tokenize") + server.count("/detokenize")
-    distinct_texts = len({b["content"] for p, b in server.calls if p == "/tokenize"})
-    assert tokenizer_calls == distinct_texts  # one per text (the flavour probe is one)
+    distinct_texts = len({(b["content"], b.get("parse_special")) for p, b in server.calls
+                          if p == "/tokenize"})
+    assert tokenizer_calls == distinct_texts  # one per text and mode (the flavour probe is one)
     assert tokenizer_calls <= 40 and server.count("/detokenize") == 0
 
 
