@@ -27,5 +27,6 @@ if [ ! -x "$server_dir/llama-server" ]; then
   mkdir -p "$server_dir.tmp"
   cp "$work/build/bin/llama-server" "$server_dir.tmp/"
   rm -rf "$server_dir" && mv "$server_dir.tmp" "$server_dir"
+  echo "llama-server built in $SECONDS s: $server_dir" >&2
 fi
 echo "$server_dir/llama-server"
