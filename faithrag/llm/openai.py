@@ -63,6 +63,7 @@ import functools
 import json
 import logging
 import math
+import os
 import random
 import re
 import threading
@@ -414,18 +415,50 @@ class OpenAICompatLLM:
             primed = self._primed_prompt == prompt
             if not primed:
                 head = self._head_text(prompt, self._tokenize_prompt(prompt))
-                if self._flavor == _Flavor.LLAMA_SERVER:  # cache_prompt false: an empty cache
-                    reads = [] if head is None else [{"prompt": head, "cache_prompt": False}]
-                    payload = payload if head is not None else {**payload, "cache_prompt": False}
-                else:  # a one-token prompt leaves no prefix to share
-                    reads = [{"prompt": text} for text in ("\n", head) if text is not None]
-                for read in reads:
-                    self._post("/completions", {"model": self._model, "max_tokens": 1,
-                                                "temperature": 0.0, **read})
+                self._read_from_empty(head)
                 primed = head is not None
             data = self._post("/completions", payload)
             self._primed_prompt = prompt if primed else None
             return data
+
+    def _read_from_empty(self, text: str | None) -> None:
+        """Leave one of llama.cpp's servers holding `text` read from an empty cache, or (None)
+        holding nothing a prompt can share: llama-server reads it with `cache_prompt` false,
+        llama-cpp-python after a one-token prompt; max_tokens=1, the token not read."""
+        if self._flavor == _Flavor.LLAMA_SERVER:
+            reads = [{"prompt": "\n" if text is None else text, "cache_prompt": False}]
+        else:
+            reads = [{"prompt": "\n"}] + ([] if text is None else [{"prompt": text}])
+        for read in reads:
+            self._post("/completions", {"model": self._model, "max_tokens": 1,
+                                        "temperature": 0.0, **read})
+
+    def _kept_prefix_text(self, request: GenerationRequest) -> str | None:
+        """The rendered text of a `keep_prefix` request's recurring head (its leading messages
+        and `cache_prefix_text`), which the embedded backend reads on its own before the rest
+        of the prompt; None when the request keeps none, the server is not one of llama.cpp's
+        (which read a prompt after what they hold), or the chat template is unknown."""
+        if not request.keep_prefix:
+            return None
+        self._detect_flavor(tolerate_dead=True)
+        if self._flavor not in (_Flavor.LLAMA_CPP_PYTHON, _Flavor.LLAMA_SERVER):
+            return None
+        recurring = list(request.messages[:request.cache_prefix])
+        if request.cache_prefix_text:
+            recurring.append(Message(request.messages[request.cache_prefix].role,
+                                     request.cache_prefix_text))
+        rendered = self._render_chat(request.messages)
+        head = self._render_chat(recurring) if recurring else None
+        if rendered is None or head is None:
+            return None
+        # the embedded backend keeps the tokens the head and the prompt share; their text is
+        # the texts' common start when that tokenizes to the prompt's first tokens
+        shared = os.path.commonprefix([rendered, head])
+        kept, ids = self._tokenize_prompt(shared), self._tokenize_prompt(rendered)
+        if not kept or len(kept) >= len(ids) or ids[:len(kept)] != kept \
+                or len(kept) != common_prefix(self._tokenize_prompt(head), ids):
+            return None
+        return shared
 
     def _head_text(self, text: str, ids: list[int]) -> str | None:
         """The prefix of `text` that tokenizes to all of `ids` but the last, if there is one."""
@@ -705,7 +738,13 @@ class OpenAICompatLLM:
             # llama-cpp-python returns no log-probs unless top_logprobs is set as well
             payload["logprobs"], payload["top_logprobs"] = True, 0
         start = time.perf_counter()
-        data, constrained = self._post_structured(payload, request, warnings)
+        kept = self._kept_prefix_text(request)
+        if kept is None:
+            data, constrained = self._post_structured(payload, request, warnings)
+        else:  # read the kept head on its own first, as the embedded backend does
+            with self._fresh_lock:
+                self._read_from_empty(kept)
+                data, constrained = self._post_structured(payload, request, warnings)
         seconds = time.perf_counter() - start
         choice = _first_choice(data, self.base_url + "/chat/completions")
         text = (choice.get("message") or {}).get("content") or ""

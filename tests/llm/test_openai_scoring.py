@@ -17,7 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faithrag.errors import ConfigError, ServerRejectedError
-from faithrag.llm.base import ChoiceRequest, ChoiceScores, Message, TokenBias, user_prompt
+from faithrag.llm.base import (
+    ChoiceRequest,
+    ChoiceScores,
+    GenerationRequest,
+    Message,
+    TokenBias,
+    user_prompt,
+)
 from faithrag.llm.openai import (
     OpenAICompatLLM,
     _completion_logprobs,
@@ -268,6 +275,22 @@ def test_llama_cpp_python_reads_a_scored_prompt_once_and_its_last_token_with_eac
                 for p, b in server.calls[start:] if p == "/v1/completions"
                 and "faithrag" not in b["prompt"]]
         assert sent == [("\n", False), (context[:-1], False), (context, True), (context, True)]
+
+
+@pytest.mark.parametrize("keep_prefix", [True, False])
+def test_a_kept_prompt_head_is_read_on_its_own_first_on_a_llama_cpp_server(keep_prefix):
+    """A keep_prefix request's recurring head (leading messages and text) is what the embedded
+    backend reads on its own before the rest of the prompt; llama-server is made to do the
+    same (the head from an empty cache, then the request, which reads only the rest)."""
+    server = ForcingServer()
+    llm = server_llm(server, tokenizer=ByteTokenizer())
+    messages = (Message("system", "Be brief."), Message("user", "Passages: A. Question: q"))
+    llm.generate([GenerationRequest(messages, max_tokens=4, cache_prefix=1,
+                                    cache_prefix_text="Passages: A.", keep_prefix=keep_prefix)])
+    sent = [(p, b.get("prompt"), b.get("cache_prompt")) for p, b in server.calls
+            if p.endswith("completions")]
+    head = [("/v1/completions", "<s>system: Be brief.\nuser: Passages: A.", False)]
+    assert sent == (head if keep_prefix else []) + [("/v1/chat/completions", None, None)]
 
 
 def test_a_bias_is_added_exactly_when_each_choice_is_one_token_at_one_position():
