@@ -2,8 +2,9 @@
 # Build (once) llama.cpp's own OpenAI-compatible server, `llama-server`, from the llama.cpp
 # sources that the pinned llama-cpp-python release vendors (the same llama.cpp as the embedded
 # backend), statically linked, with the CPU flags of scripts/llama_build_flags.sh. Kept in
-# $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels) next to the wheel; prints its path.
-# The tests and benchmarks/bench_openai_parity.py find it there (or at $FAITHRAG_LLAMA_SERVER).
+# $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels) next to the wheel; prints its path,
+# which `make test` hands to the tests as $FAITHRAG_LLAMA_SERVER and
+# benchmarks/bench_openai_parity.py takes as --llama-server.
 set -euo pipefail
 PY=${PYTHON:-python}
 VERSION=${FAITHRAG_LLAMA_VERSION:-0.3.36}
