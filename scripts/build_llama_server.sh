@@ -14,7 +14,7 @@ WHEEL_CACHE=${FAITHRAG_WHEEL_CACHE:-${FAITHRAG_CACHE:-$HOME/.cache/faithrag}/whe
 server_dir="$WHEEL_CACHE/llama-server-$VERSION-$key"
 
 if [ ! -x "$server_dir/llama-server" ]; then
-  echo "Building llama-server from llama-cpp-python $VERSION's sources (takes ~6 min on 2 cores)" >&2
+  echo "Building llama-server from llama-cpp-python $VERSION's sources (takes ~5 min on 2 cores)" >&2
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   "$PY" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
