@@ -321,11 +321,12 @@ def exact_probabilities(choices, bias: dict[int, float]) -> list[float]:
     return [e / sum(exps) for e in exps]
 
 
-@pytest.mark.parametrize("grammar", [None, "canonical"])
-def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_probs(grammar):
-    server = ForcingServer(grammar=grammar)
+@pytest.mark.parametrize(("grammar", "content_shape"),
+                         [(None, False), ("canonical", False), ("canonical", True)])
+def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_probs(grammar,
+                                                                                  content_shape):
+    server = ForcingServer(grammar=grammar, content_shape=content_shape)
     llm = server_llm(server, tokenizer=ByteTokenizer())
-    # byte 200 is listed under the text that all bytes 128-255 share: asked on its own
     bias = {ord("e"): 3.0, ord("a"): -1.0, ord("x"): 3.0, 200: 3.0}
     choices = ("Bee", "Cat", "Axe")
     scores = llm.score_choices(
@@ -333,23 +334,14 @@ def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_prob
     assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
     assert scores.probability_error < 1e-9 and scores.token_counts == [3, 3, 3]
     assert llm._top_n == 1000  # the server returns that many top log-probs
+    assert llm._tops_by_id == content_shape
     alone = [b for p, b in server.calls if p == "/v1/completions" and b.get("logit_bias") == {
         "200": 100.0}]
-    # one per position that not every choice shares (the first one is: its normaliser cancels)
-    assert len(alone) == len({CONTEXT + c[:k] for c in choices for k in (1, 2)})
-
-
-def test_llama_server_log_probs_in_the_chat_shape_bound_a_bias_by_token_id():
-    server = ForcingServer(grammar="canonical", content_shape=True)
-    llm = server_llm(server, tokenizer=ByteTokenizer())
-    bias = {ord("e"): 3.0, ord("a"): -1.0, ord("x"): 3.0, 200: 3.0}
-    choices = ("Bee", "Cat", "Axe")
-    scores = llm.score_choices(
-        ChoiceRequest(user_prompt("q"), choices, "A: ", TokenBias.from_mapping(bias)))
-    assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
-    assert scores.probability_error < 1e-9 and llm._tops_by_id and llm._grammar_runs
-    # byte 200 is listed under its id, so it is never asked on its own
-    assert not [b for p, b in server.calls if b.get("logit_bias") == {"200": 100.0}]
+    # byte 200, listed under the text that all bytes 128-255 share, is asked on its own once per
+    # position that not every choice shares (the first one is: its normaliser cancels); listed
+    # under its id (llama-server's shape), never
+    expected = {CONTEXT + c[:k] for c in choices for k in (1, 2)}
+    assert len(alone) == (0 if content_shape else len(expected))
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
