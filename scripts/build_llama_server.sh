@@ -6,11 +6,7 @@
 # which `make test` hands to the tests as $FAITHRAG_LLAMA_SERVER and
 # benchmarks/bench_openai_parity.py takes as --llama-server.
 set -euo pipefail
-PY=${PYTHON:-python}
-VERSION=${FAITHRAG_LLAMA_VERSION:-0.3.36}
-WHEEL_CACHE=${FAITHRAG_WHEEL_CACHE:-${FAITHRAG_CACHE:-$HOME/.cache/faithrag}/wheels}
-
-. "$(dirname "$0")/llama_build_flags.sh"  # cmake_args and key
+. "$(dirname "$0")/llama_build_flags.sh"  # PY, VERSION, WHEEL_CACHE, cmake_args, key
 server_dir="$WHEEL_CACHE/llama-server-$VERSION-$key"
 
 if [ ! -x "$server_dir/llama-server" ]; then

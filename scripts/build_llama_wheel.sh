@@ -5,11 +5,7 @@
 # Wheels are kept in $FAITHRAG_WHEEL_CACHE (default $FAITHRAG_CACHE/wheels), one folder per
 # version, flag set and machine type, so a fresh model cache need not mean a recompile.
 set -euo pipefail
-PY=${PYTHON:-python}
-VERSION=${FAITHRAG_LLAMA_VERSION:-0.3.36}
-WHEEL_CACHE=${FAITHRAG_WHEEL_CACHE:-${FAITHRAG_CACHE:-$HOME/.cache/faithrag}/wheels}
-
-. "$(dirname "$0")/llama_build_flags.sh"  # cmake_args and key
+. "$(dirname "$0")/llama_build_flags.sh"  # PY, VERSION, WHEEL_CACHE, cmake_args, key
 wheel_dir="$WHEEL_CACHE/llama-cpp-python-$VERSION-$key"
 
 if "$PY" -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.__version__ == '$VERSION' else 1)" 2>/dev/null \
