@@ -22,6 +22,7 @@ cannot score exactly, e.g. options of several tokens under the CSRAG bias).
     python benchmarks/bench_openai_parity.py --model default --limit 50 --out runs/parity
     python benchmarks/bench_openai_parity.py --stages vanilla choice_scoring csrag_choices \
       --set csrag.enhance_context=false --limit 20 --out runs/parity
+    python benchmarks/bench_openai_parity.py --stages cfrag --first 25 --out runs/parity-cfrag-2
     python benchmarks/bench_openai_parity.py --summary-only --out runs/parity
 """
 
@@ -294,6 +295,10 @@ def main(argv: list[str] | None = None) -> None:
                         choices=("kre_musique", "kre_squad", "ramdocs", "poisonedrag"))
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--first", type=int, default=0,
+                        help="skip the first N of the --limit items: lanes over disjoint ranges "
+                             "run side by side into separate --out folders, whose records.jsonl "
+                             "files are then concatenated")
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=list(STAGES))
     parser.add_argument("--n-ctx", type=int, default=4096)
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
                           args.llama_server) as url:
             served = load_llm(configure(None, backend="openai", base_url=url, model=SERVED_NAME,
                                         llm__tokenizer=str(gguf), llm__timeout=600).llm)
-            run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit),
+            run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit)[args.first:],
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
                 lambda line: print(line, file=sys.stderr, flush=True),
                 before={"openai": lambda: start_afresh(served)},
