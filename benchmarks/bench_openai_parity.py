@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
                           args.llama_server) as url:
             served = load_llm(configure(None, backend="openai", base_url=url, model=SERVED_NAME,
                                         llm__tokenizer=str(gguf), llm__timeout=600).llm)
-            run({"embedded": embedded, "openai": served}, setting_cases(setting, args.limit)[args.first:],
+            cases = setting_cases(setting, args.limit)[args.first:]
+            run({"embedded": embedded, "openai": served}, cases,
                 setting_retriever(setting), str(kb_dir), args.stages, args.k, args.out,
                 lambda line: print(line, file=sys.stderr, flush=True),
                 before={"openai": lambda: start_afresh(served)},
