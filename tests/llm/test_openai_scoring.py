@@ -334,7 +334,7 @@ def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_prob
     assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
     assert scores.probability_error < 1e-9 and scores.token_counts == [3, 3, 3]
     assert llm._top_n == 1000  # the server returns that many top log-probs
-    assert llm._tops_by_id == content_shape
+    assert llm._tops_by_id == content_shape and llm._grammar_runs == (grammar is not None)
     alone = [b for p, b in server.calls if p == "/v1/completions" and b.get("logit_bias") == {
         "200": 100.0}]
     # byte 200, listed under the text that all bytes 128-255 share, is asked on its own once per
