@@ -1,0 +1,97 @@
+from pathlib import Path
+
+import constrained_table
+import pytest
+
+from faithrag.eval.report import find_run_dirs, load_run
+
+
+def manifest(method: str, constrain: bool | None, dataset: str = "set", **extra) -> dict:
+    llm = {} if constrain is None else {"constrain": constrain}
+    config = {"llm": llm, "generation": {"max_tokens": 256}, "rerank": {"verdict": "support"}}
+    return {"dataset": dataset, "method": method, "config": config, **extra}
+
+
+def answer_record(i: int, ok: bool, status: str = "ok", completion: int = 90,
+                  warnings: tuple[str, ...] = ()) -> dict:
+    generate = {"stage": "generate", "llm_calls": 1, "completion_tokens": completion}
+    return {"id": f"t::{i}", "correct": ok, "parse_status": status,
+            "trace": {"stages": [generate]}, "extra": {"warnings": list(warnings)}}
+
+
+def runs(folder: Path):
+    return [load_run(d) for d in find_run_dirs([folder])]
+
+
+def test_unreadable_answers_cut_replies_and_fact_lists_are_counted_per_side(tmp_path, write_run):
+    write_run(tmp_path / "csrag-off", manifest("csrag", False), [
+        answer_record(0, False, "failed", completion=256),
+        answer_record(1, True, warnings=("no fact list in the output: nothing is suppressed",)),
+        answer_record(2, True)])
+    write_run(tmp_path / "csrag-on", manifest("csrag", True), [
+        answer_record(0, True), answer_record(1, True), answer_record(2, True),
+        answer_record(3, True)])  # not in the other side: left out of the row
+
+    row = constrained_table.table(runs(tmp_path)).splitlines()[2]
+    assert row.startswith("| csrag | set | 3 | 1 / 3 (1 items); 1 cut at the cap, fact lists "
+                          "unreadable 1 | 0 / 3 (0 items); 0 cut at the cap |")
+    assert "+33.3" in row and "(1 / 0, p 1.00), n 3" in row
+
+
+def test_crossval_counts_parse_failures_and_unreadable_side_answers(tmp_path, write_run):
+    def record(i, failed, side_decision):
+        steps = [{"name": "crossval.validate", "decision": side_decision,
+                  "outputs": {"answers": [None, "x"]}}]
+        return {"id": f"t::{i}", "correct": True, "parse_status": "ok",
+                "rerank_parse": {"outputs": 3, "failed": failed}, "rerank_steps": steps,
+                "trace": {"stages": []}}
+    for side, failed, decision in (("off", 1, "unreadable side answer: nothing removed"),
+                                   ("on", 0, "removed t::1#d2 (kept t::1#d0)")):
+        write_run(tmp_path / side, manifest("crossval", side == "on", rerank="crossval"),
+                  [record(0, failed, decision), record(1, 0, "no real conflict")])
+
+    row = constrained_table.table(runs(tmp_path)).splitlines()[2]
+    # each item: 3 parsed replies and 2 side answers
+    assert row.startswith("| crossval, support verdict | set | 2 | 2 / 10 (1 items) "
+                          "| 0 / 10 (0 items) |")
+
+
+def test_verifier_counts_unreadable_judgements_and_attack_success(tmp_path, write_run):
+    def record(i, unparsable, attack):
+        verify = {"stage": "verify", "llm_calls": 2, "completion_tokens": 5}
+        return {"id": f"t::{i}", "correct": not attack, "parse_status": "ok",
+                "metrics": {"attack_success": int(attack)},
+                "trace": {"stages": [verify]}, "extra": {"unparsable": unparsable}}
+    write_run(tmp_path / "off", manifest("vanilla", False, verify="antisyco"),
+              [record(0, 2, True), record(1, 0, False)])
+    write_run(tmp_path / "on", manifest("vanilla", True, verify="antisyco"),
+              [record(0, 0, False), record(1, 0, False)])
+
+    row = constrained_table.table(runs(tmp_path)).splitlines()[2]
+    assert "| 2 / 4 (1 items); attack success 50.0" in row
+    assert "| 0 / 4 (0 items); attack success 0.0" in row
+
+
+def test_a_run_without_the_switch_is_unconstrained_and_one_side_alone_gets_a_row(
+        tmp_path, write_run):
+    write_run(tmp_path / "old", manifest("cot_json", None), [answer_record(0, True)])
+    [row] = constrained_table.table(runs(tmp_path)).splitlines()[2:]
+    assert row.startswith("| cot_json | set | 1 | 0 / 1 (0 items); 0 cut at the cap | — |")
+
+
+def test_the_goal_compares_csrag_with_cot_json_both_constrained(tmp_path, write_run):
+    write_run(tmp_path / "cot", manifest("cot_json", True),
+              [answer_record(i, i < 3) for i in range(4)])
+    write_run(tmp_path / "csrag", manifest("csrag", True),
+              [answer_record(i, i < 2) for i in range(4)])
+
+    goal = constrained_table.table(runs(tmp_path)).splitlines()[-1]
+    assert goal.startswith("| set | 75.0 [30, 95] | 50.0 [15, 85] | -25.0")
+    assert "(0 / 1, p 1.00), n 4" in goal
+
+
+def test_two_runs_of_one_stage_and_side_are_refused(tmp_path, write_run):
+    for name in ("a", "b"):
+        write_run(tmp_path / name, manifest("cot_json", True), [answer_record(0, True)])
+    with pytest.raises(SystemExit, match="two constrained runs of cot_json on set"):
+        constrained_table.table(runs(tmp_path))
