@@ -46,14 +46,26 @@ def gbnf_literal(text: str) -> str:
 
 def gbnf_for(schema: Mapping[str, Any] | None, grammar: str | None) -> str | None:
     """The GBNF text of a request's structure: `grammar` as given, `schema` converted by
-    llama-cpp-python's JSON-schema converter; None for neither."""
+    llama-cpp-python's JSON-schema converter; None for neither.
+
+    The converter writes an `enum` or `const` string as its JSON text inside a GBNF literal
+    without escaping the backslashes JSON puts before quotes, so an option such as
+    '"The Merger"' gave a grammar llama.cpp cannot parse; here such values become literals
+    escaped as GBNF needs (`gbnf_literal`), non-ASCII characters kept as they are written."""
     if grammar is not None:
         return grammar
     if schema is None:
         return None
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-    try:
-        return json_schema_to_gbnf(json.dumps(schema))
+    from llama_cpp.llama_grammar import SchemaConverter
+
+    class Converter(SchemaConverter):
+        def _generate_constant_rule(self, value: Any) -> str:
+            return gbnf_literal(json.dumps(value, ensure_ascii=False))
+
+    try:  # as llama_cpp.llama_grammar.json_schema_to_gbnf, with the converter above
+        converter = Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+        converter.visit(converter.resolve_refs(json.loads(json.dumps(schema)), "stdin"), "")
+        return converter.format_grammar()
     except Exception as exc:  # the converter asserts and raises bare exceptions
         raise ConfigError(f"llama.cpp cannot compile the JSON schema {_short(schema)}: {exc}",
                           GRAMMAR_HINT) from exc

@@ -55,6 +55,15 @@ def test_literals_escape_quotes_backslashes_and_newlines():
     assert gbnf_literal("\x18\x7f é") == '"\\x18\\x7f é"'
 
 
+def test_enum_strings_become_literals_of_their_json_escaped_for_gbnf():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
+    options = ['"The Merger"', "C:\\Windows", "Zürich"]
+    gbnf = gbnf_for({"enum": options}, None)
+    assert gbnf.splitlines()[0] == "root ::= " + " | ".join(
+        gbnf_literal(json.dumps(o, ensure_ascii=False)) for o in options)
+    assert '"\\"\\\\\\"The Merger' in gbnf  # JSON's \" written as GBNF's \\\"
+
+
 def test_a_schema_the_converter_refuses_is_a_config_error_naming_the_switch():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make setup)")
     with pytest.raises(ConfigError) as err:

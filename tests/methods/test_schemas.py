@@ -194,3 +194,16 @@ def test_each_structure_admits_its_prompts_format_and_refuses_what_lies_outside(
     assert admits(llm, gbnf, reply) and reads(reply)
     assert not admits(llm, gbnf, outside)
     json.dumps(gbnf)  # plain text a request can carry
+
+
+ODD_OPTIONS = ['"The Merger"', "``The Negotiation ''", "C:\\Windows", "Zürich"]
+
+
+@pytest.mark.model
+def test_options_with_quotes_backslashes_and_accents_compile_and_admit_their_json(llm):
+    gbnf = _json(schemas.choice_answer_schema(ODD_OPTIONS, 64))
+    for index, option in enumerate(ODD_OPTIONS):
+        reply = json.dumps({"Reason": "It says so.", "Answer": option}, ensure_ascii=False)
+        assert admits(llm, gbnf, reply), reply
+        assert parse_json_answer(reply, ODD_OPTIONS).choice_index == index
+    assert not admits(llm, gbnf, '{"Reason": "It says so.", "Answer": "The Merger"}')
