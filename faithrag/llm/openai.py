@@ -40,12 +40,16 @@ llama-cpp-python's server is the one exercised by the tests):
 
 Structured output: a request's `schema` is sent as OpenAI's `response_format` {"type":
 "json_schema", "json_schema": {"name", "schema", "strict"}} (OpenAI, vLLM, llama.cpp's
-llama-server); a server that refuses that form gets llama-cpp-python's {"type": "json_object",
-"schema": ...}. A `grammar` (GBNF) is sent as `grammar` (llama.cpp's servers) and
-`guided_grammar` (vLLM). The first form a server takes is used from then on; when it refuses
-every form (an error answer to the structured request that the same request without structure
-does not get), the request is sent unconstrained, and so are all later ones of that kind, with
-one warning (in that completion's warnings and the log). A reply to a schema that does not parse
+llama-server); a server that refuses that form gets the schema compiled to GBNF here (when
+llama-cpp-python is installed) as `grammar` (llama-cpp-python's server), then llama-cpp-python's
+{"type": "json_object", "schema": ...}. That last form is skipped for a schema with an `enum` or
+`const` string holding a quote or backslash: llama-cpp-python's server compiles such a schema to
+a grammar it cannot parse, and aborts. A `grammar` (GBNF) is sent as `grammar` (llama.cpp's
+servers) and `guided_grammar` (vLLM). The first form a server takes is used from then on; when it
+refuses every form (an error answer to the structured request that the same request without
+structure does not get), the request is sent unconstrained, and so are all later ones of that
+kind, with one warning (in that completion's warnings and the log); a request with no form left
+to send goes unconstrained, with one warning naming what would send it. A reply to a schema that does not parse
 as JSON (and was not cut by max_tokens, nor by a stop string after an opening brace or bracket)
 says once that the server may ignore `response_format`.
 `constrain=False` sends no structure at all.
@@ -89,7 +93,7 @@ from faithrag.llm.base import (
     TokenBias,
 )
 from faithrag.llm.chat_encoding import common_prefix
-from faithrag.llm.grammar import gbnf_literal
+from faithrag.llm.grammar import gbnf_for, gbnf_literal
 from faithrag.llm.tokenizers import LocalTokenizer, load_tokenizer
 
 LOGIT_BIAS_LIMIT = 100.0  # OpenAI and vLLM accept values in [-100, 100]
@@ -107,7 +111,7 @@ APPROX_TOKENS_PER_MESSAGE = 8
 APPROX_TOKENS_PER_CHAT = 32
 # the ways of sending a request's structure, in the order tried: name -> the request fields
 STRUCTURE_FORMS: dict[str, tuple[str, ...]] = {
-    "schema": ("json_schema", "json_object_schema"),
+    "schema": ("json_schema", "grammar", "json_object_schema"),
     "grammar": ("grammar",),
 }
 _log = logging.getLogger(__name__)
@@ -791,9 +795,11 @@ class OpenAICompatLLM:
         for form in STRUCTURE_FORMS[kind]:
             if form in self._refused_forms:
                 continue
+            fields = _structure_fields(form, request)
+            if fields is None:  # this form cannot carry this request's structure
+                continue
             try:
-                data = self._post("/chat/completions",
-                                  {**payload, **_structure_fields(form, request)})
+                data = self._post("/chat/completions", {**payload, **fields})
             except ServerRejectedError as exc:
                 refused.append((form, exc))
                 continue
@@ -801,9 +807,16 @@ class OpenAICompatLLM:
             return data, True
         data = self._post("/chat/completions", payload)  # fails alone: not the structure's fault
         self._refused_forms.update(form for form, _ in refused)
-        reason = f" ({refused[-1][1].message})" if refused else ""
-        self._say_once(kind, warnings, f"the server refused the request's {kind}{reason}; "
-                       f"{kind} requests go unconstrained from now on")
+        if set(STRUCTURE_FORMS[kind]) <= self._refused_forms:
+            reason = f" ({refused[-1][1].message})" if refused else ""
+            self._say_once(kind, warnings, f"the server refused the request's {kind}{reason}; "
+                           f"{kind} requests go unconstrained from now on")
+        else:  # forms are left, but none could carry this schema
+            self._say_once("uncarried", warnings, "a schema with an enum or const string holding "
+                           "a quote or backslash went unconstrained: the server takes neither "
+                           "response_format json_schema nor a grammar compiled here; install "
+                           "llama-cpp-python beside faithrag (pip install 'faithrag[llamacpp]') "
+                           "to send it as GBNF")
         return data, False
 
     def _say_once(self, topic: str, warnings: list[str], message: str) -> None:
@@ -1313,15 +1326,45 @@ def _echo_unusable_error(url: str) -> ServerRejectedError:
         "vLLM), or the embedded backend (--llm llamacpp).")
 
 
-def _structure_fields(form: str, request: GenerationRequest) -> dict[str, Any]:
-    """The request fields that carry `request`'s structure in `form` (see STRUCTURE_FORMS)."""
+def _structure_fields(form: str, request: GenerationRequest) -> dict[str, Any] | None:
+    """The request fields that carry `request`'s structure in `form` (see STRUCTURE_FORMS), or
+    None when that form cannot carry it: a schema as `grammar` without llama-cpp-python here to
+    compile it, or as llama-cpp-python's json_object when its converter would miswrite it."""
+    schema = dict(request.schema or {})
     if form == "json_schema":
         return {"response_format": {"type": "json_schema", "json_schema": {
-            "name": re.sub(r"[^A-Za-z0-9_-]", "_", request.purpose) or "reply", "schema": dict(request.schema or {}),
+            "name": re.sub(r"[^A-Za-z0-9_-]", "_", request.purpose) or "reply", "schema": schema,
             "strict": True}}}
     if form == "json_object_schema":
-        return {"response_format": {"type": "json_object", "schema": dict(request.schema or {})}}
-    return {"grammar": request.grammar, "guided_grammar": request.grammar}
+        if _has_constant_with_quote_or_backslash(schema):
+            return None
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if request.grammar is not None:
+        return {"grammar": request.grammar, "guided_grammar": request.grammar}
+    grammar = _schema_gbnf(json.dumps(schema))  # key order kept: it orders the properties
+    return None if grammar is None else {"grammar": grammar}
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_gbnf(schema_json: str) -> str | None:
+    """The GBNF of a JSON schema (as `gbnf_for` on the embedded backend), or None when
+    llama-cpp-python, whose converter it uses, is not installed."""
+    try:
+        return gbnf_for(json.loads(schema_json), None)
+    except ImportError:
+        return None
+
+
+def _has_constant_with_quote_or_backslash(value: Any) -> bool:
+    """Whether a schema holds an `enum` or `const` string with a quote or backslash (which
+    llama-cpp-python's converter writes into GBNF literals unescaped)."""
+    if isinstance(value, dict):
+        constants = list(value.get("enum") or []) + ([value["const"]] if "const" in value else [])
+        return (any(isinstance(c, str) and ('"' in c or "\\" in c) for c in constants)
+                or any(_has_constant_with_quote_or_backslash(v) for v in value.values()))
+    if isinstance(value, list):
+        return any(_has_constant_with_quote_or_backslash(v) for v in value)
+    return False
 
 
 def _may_be_schema_reply(text: str, finish_reason: str | None, stop: Sequence[str]) -> bool:

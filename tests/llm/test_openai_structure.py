@@ -1,5 +1,5 @@
 """Structured output over OpenAI-compatible servers: the forms sent, the fallback when a server
-refuses them (said once), and a real llama-cpp-python server returning schema-valid JSON."""
+refuses them (said once), and llama.cpp's two real servers returning schema-valid JSON."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import httpx
 import pytest
 
 from faithrag.errors import ServerRejectedError
+from faithrag.llm import openai as openai_module
 from faithrag.llm.base import GenerationRequest, user_prompt
+from faithrag.llm.grammar import gbnf_for
 from faithrag.llm.openai import OpenAICompatLLM
 from faithrag.methods.schemas import choice_answer_schema, label_grammar
 
@@ -41,8 +43,7 @@ class Server:
         body = json.loads(request.content)
         with self._lock:
             self.bodies.append(body)
-        form = body.get("response_format", {}).get("type") or ("grammar" if "grammar" in body
-                                                               else None)
+        form = form_of(body)
         if form in self.refuses:
             return httpx.Response(400, json={"error": {"message": f"{form} unsupported"}})
         return httpx.Response(200, json=reply(self.text))
@@ -65,23 +66,63 @@ def test_a_schema_goes_as_openai_json_schema_response_format():
     assert completion.text == REPLY and completion.warnings == []
 
 
-def test_a_server_refusing_json_schema_gets_llama_cpp_pythons_json_object_form_from_then_on():
+def form_of(body: dict) -> str | None:
+    return body.get("response_format", {}).get("type") or ("grammar" if "grammar" in body
+                                                           else None)
+
+
+def test_a_server_refusing_json_schema_gets_the_schema_compiled_to_gbnf_from_then_on():
     server = Server(refuses={"json_schema"})
     llm = server.llm()
     llm.generate([ask(schema=SCHEMA)])
     llm.generate([ask(schema=SCHEMA)])
-    forms = [b["response_format"]["type"] for b in server.bodies]
-    assert forms == ["json_schema", "json_object", "json_object"]  # refused once, then skipped
-    assert server.bodies[1]["response_format"]["schema"] == SCHEMA
+    assert [form_of(b) for b in server.bodies] == ["json_schema", "grammar", "grammar"]
+    assert server.bodies[1]["grammar"] == gbnf_for(SCHEMA, None)
+    assert "response_format" not in server.bodies[1]
+
+
+def test_a_server_refusing_json_schema_and_grammar_gets_llama_cpp_pythons_json_object_form():
+    server = Server(refuses={"json_schema", "grammar"})
+    llm = server.llm()
+    llm.generate([ask(schema=SCHEMA)])
+    llm.generate([ask(schema=SCHEMA)])
+    assert [form_of(b) for b in server.bodies] == [
+        "json_schema", "grammar", "json_object", "json_object"]  # refused once, then skipped
+    assert server.bodies[2]["response_format"]["schema"] == SCHEMA
+
+
+def test_without_llama_cpp_python_here_a_refused_json_schema_goes_as_json_object(monkeypatch):
+    def no_converter(schema, grammar):
+        raise ImportError("No module named 'llama_cpp'")
+
+    monkeypatch.setattr(openai_module, "gbnf_for", no_converter)
+    openai_module._schema_gbnf.cache_clear()
+    server = Server(refuses={"json_schema"})
+    completion = server.llm().generate([ask(schema=SCHEMA)])[0]
+    openai_module._schema_gbnf.cache_clear()
+    assert [form_of(b) for b in server.bodies] == ["json_schema", "json_object"]
+    assert completion.warnings == []
+
+
+def test_a_quoted_option_never_goes_as_json_object_whose_converter_miswrites_it():
+    # llama-cpp-python's server compiles '"The Merger"' into a grammar it cannot parse, and aborts
+    quoted = choice_answer_schema(['"The Merger"', "back\\slash"], max_tokens=64)
+    server = Server(refuses={"json_schema", "grammar"})
+    llm = server.llm()
+    first = llm.generate([ask(schema=quoted)])[0]
+    second = llm.generate([ask(schema=SCHEMA)])[0]
+    assert [form_of(b) for b in server.bodies] == ["json_schema", "grammar", None, "json_object"]
+    assert len(first.warnings) == 1 and "pip install 'faithrag[llamacpp]'" in first.warnings[0]
+    assert second.warnings == []  # the other schemas still go constrained
 
 
 def test_a_server_refusing_every_form_is_asked_unconstrained_and_it_is_said_once():
-    server = Server(refuses={"json_schema", "json_object"})
+    server = Server(refuses={"json_schema", "grammar", "json_object"})
     llm = server.llm()
     first = llm.generate([ask(schema=SCHEMA)])[0]
     second = llm.generate([ask(schema=SCHEMA)])[0]
-    assert "response_format" not in server.bodies[2] and len(server.bodies) == 4
-    assert "response_format" not in server.bodies[3]  # no more attempts with a structure
+    assert [form_of(b) for b in server.bodies] == [
+        "json_schema", "grammar", "json_object", None, None]  # no more attempts with a structure
     assert len(first.warnings) == 1 and "refused the request's schema" in first.warnings[0]
     assert second.warnings == [] and second.text == REPLY
 
@@ -143,7 +184,8 @@ def test_constrain_false_sends_no_structure():
 def test_the_real_llama_cpp_servers_return_schema_valid_json(any_llama_server, tiny_gguf):
     llm = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
                           context_window=2048)
-    schema = choice_answer_schema(["Paris", "London", "Berlin"], max_tokens=96)
+    # an option with quotes and a backslash: llama-cpp-python's own converter miswrites it
+    schema = choice_answer_schema(["Paris", '"The City" of London', "Ber\\lin"], max_tokens=96)
     prompts = ["What is the capital of France?", "Which city is in Germany?",
                "Name a city on the Thames."]
     completions = llm.generate([
@@ -154,7 +196,8 @@ def test_the_real_llama_cpp_servers_return_schema_valid_json(any_llama_server, t
         assert set(value) == {"Reason", "Answer"} and value["Answer"] in schema[
             "properties"]["Answer"]["enum"]
         assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
-    # llama-cpp-python takes its own form; llama-server the OpenAI one
+        assert not any("unconstrained" in w for w in completion.warnings)
+    # llama-server takes the OpenAI form; llama-cpp-python's server the GBNF compiled here
     assert llm._refused_forms == (set() if llm._flavor == "llama-server" else {"json_schema"})
     grammar = label_grammar("SUPPORT", ("SUPPORTED", "PARTIAL", "UNSUPPORTED"))
     graded = llm.generate([GenerationRequest(user_prompt("Is the sky green?"), max_tokens=16,
