@@ -48,10 +48,10 @@ a grammar it cannot parse, and aborts. A `grammar` (GBNF) is sent as `grammar` (
 servers) and `guided_grammar` (vLLM). The first form a server takes is used from then on; when it
 refuses every form (an error answer to the structured request that the same request without
 structure does not get), the request is sent unconstrained, and so are all later ones of that
-kind, with one warning (in that completion's warnings and the log); a request with no form left
-to send goes unconstrained, with one warning naming what would send it. A reply to a schema that does not parse
-as JSON (and was not cut by max_tokens, nor by a stop string after an opening brace or bracket)
-says once that the server may ignore `response_format`.
+kind, with one warning (in that completion's warnings and the log); a schema that no form left
+can carry goes unconstrained, with one warning naming what would carry it. A reply to a schema
+that does not parse as JSON (and was not cut by max_tokens, nor by a stop string after an
+opening brace or bracket) says once that the server may ignore `response_format`.
 `constrain=False` sends no structure at all.
 
 Robustness: every request has a timeout; connection errors, timeouts, 429 and 5xx are retried
@@ -812,11 +812,11 @@ class OpenAICompatLLM:
             self._say_once(kind, warnings, f"the server refused the request's {kind}{reason}; "
                            f"{kind} requests go unconstrained from now on")
         else:  # forms are left, but none could carry this schema
-            self._say_once("uncarried", warnings, "a schema with an enum or const string holding "
-                           "a quote or backslash went unconstrained: the server takes neither "
-                           "response_format json_schema nor a grammar compiled here; install "
-                           "llama-cpp-python beside faithrag (pip install 'faithrag[llamacpp]') "
-                           "to send it as GBNF")
+            self._say_once("uncarried", warnings, "a schema went unconstrained: the server "
+                           "refused response_format json_schema, and the forms left cannot carry "
+                           "it (a grammar needs llama-cpp-python here: pip install "
+                           "'faithrag[llamacpp]'; llama-cpp-python's json_object form cannot "
+                           "hold enum or const strings with quotes or backslashes)")
         return data, False
 
     def _say_once(self, topic: str, warnings: list[str], message: str) -> None:

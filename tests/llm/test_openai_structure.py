@@ -66,6 +66,18 @@ def test_a_schema_goes_as_openai_json_schema_response_format():
     assert completion.text == REPLY and completion.warnings == []
 
 
+@pytest.fixture
+def no_llama_cpp_python(monkeypatch):
+    """The OpenAI backend as on a core install: no schema-to-GBNF converter here."""
+    def no_converter(schema, grammar):
+        raise ImportError("No module named 'llama_cpp'")
+
+    monkeypatch.setattr(openai_module, "gbnf_for", no_converter)
+    openai_module._schema_gbnf.cache_clear()
+    yield
+    openai_module._schema_gbnf.cache_clear()
+
+
 def form_of(body: dict) -> str | None:
     return body.get("response_format", {}).get("type") or ("grammar" if "grammar" in body
                                                            else None)
@@ -91,17 +103,22 @@ def test_a_server_refusing_json_schema_and_grammar_gets_llama_cpp_pythons_json_o
     assert server.bodies[2]["response_format"]["schema"] == SCHEMA
 
 
-def test_without_llama_cpp_python_here_a_refused_json_schema_goes_as_json_object(monkeypatch):
-    def no_converter(schema, grammar):
-        raise ImportError("No module named 'llama_cpp'")
-
-    monkeypatch.setattr(openai_module, "gbnf_for", no_converter)
-    openai_module._schema_gbnf.cache_clear()
+def test_without_llama_cpp_python_here_a_refused_json_schema_goes_as_json_object(
+        no_llama_cpp_python):
     server = Server(refuses={"json_schema"})
     completion = server.llm().generate([ask(schema=SCHEMA)])[0]
-    openai_module._schema_gbnf.cache_clear()
     assert [form_of(b) for b in server.bodies] == ["json_schema", "json_object"]
     assert completion.warnings == []
+
+
+def test_without_llama_cpp_python_a_schema_no_form_left_can_carry_says_what_would(
+        no_llama_cpp_python):
+    server = Server(refuses={"json_schema", "json_object"})
+    llm = server.llm()
+    first, second = (llm.generate([ask(schema=SCHEMA)])[0] for _ in range(2))
+    assert [form_of(b) for b in server.bodies] == ["json_schema", "json_object", None, None]
+    assert len(first.warnings) == 1 and "pip install 'faithrag[llamacpp]'" in first.warnings[0]
+    assert second.warnings == []
 
 
 def test_a_quoted_option_never_goes_as_json_object_whose_converter_miswrites_it():
