@@ -9,8 +9,10 @@ mode, crossval with its `rerank.verdict`, the anti-sycophancy verifier), the dat
 
 What counts as an unreadable reply, per stage:
 - cot_json, csrag: an answer whose parse status is not "ok" (nothing is read from it); csrag's
-  memorised-fact list without a list in it is counted beside; a reply whose generate step made
-  one call and spent the whole `generation.max_tokens` is "cut at the cap";
+  memorised-fact list without a list in it is counted beside; an unreadable reply whose
+  generate step made one call and spent at least `generation.max_tokens` is "cut at the cap" (a
+  constrained reply may run past max_tokens to close its structure: faithrag.llm.base.
+  decoding_cap);
 - crossval: a detection, verdict or ranking reply the parsers could not read (the trace's parse
   tallies), and a support verdict's side answer that could not be read (its step's decision);
 - verifier: an unreadable judgement (the answer's `unparsable` count).
@@ -65,10 +67,12 @@ def _answer_replies(record: dict[str, Any], max_tokens: int) -> tuple[int, int, 
     """(replies, unreadable, cut at the cap, fact list unreadable) of a cot_json or csrag
     record."""
     generate = [s for s in record["trace"]["stages"] if s["stage"] == "generate"]
-    cut = any(s["llm_calls"] == 1 and s["completion_tokens"] >= max_tokens for s in generate)
+    unreadable = record["parse_status"] != "ok"
+    cut = unreadable and any(s["llm_calls"] == 1 and s["completion_tokens"] >= max_tokens
+                             for s in generate)
     facts_failed = any(w.startswith(FACTS_WARNING)
                        for w in (record.get("extra") or {}).get("warnings", []))
-    return 1, int(record["parse_status"] != "ok"), cut, facts_failed
+    return 1, int(unreadable), cut, facts_failed
 
 
 def _crossval_replies(record: dict[str, Any]) -> tuple[int, int]:

@@ -8,7 +8,8 @@ step, on every backend: as one dense vector (llama.cpp, transformers) or as `log
 A request asks for structure with `schema` (a JSON schema) or `grammar` (a GBNF grammar, llama.cpp's
 format); a backend that can constrain decoding makes the reply match it (the bias shifts the
 logits, the structure masks them), one that cannot sends the request unconstrained and says so
-in the completion's warnings, so callers always keep a tolerant reader for the reply.
+in the completion's warnings, so callers always keep a tolerant reader for the reply. A
+constrained reply may run past `max_tokens` to close its structure (`decoding_cap`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,29 @@ class GenerationRequest:
                 and self.messages[self.cache_prefix].content.startswith(self.cache_prefix_text)):
             raise ValueError("cache_prefix_text must begin the message after the cache_prefix "
                              "leading messages")
+
+
+# A structured reply's free text is bounded at this many characters per token of its request's
+# max_tokens (faithrag/methods/schemas.py), which ordinary English text (about four characters per
+# token) stays within; text denser in tokens (digits, which many tokenizers split one by one) may
+# need more tokens than max_tokens to reach the end of the structure.
+CHARS_PER_TOKEN = 3
+
+
+def decoding_cap(request: GenerationRequest, constrained: bool, room: int) -> int:
+    """Tokens a backend decodes at most for `request`: its max_tokens; or, when the backend
+    makes the reply follow the request's schema or grammar (`constrained`), up to
+    CHARS_PER_TOKEN × max_tokens, as far as the `room` the context window leaves after the
+    prompt allows (never below max_tokens).
+
+    A structure bounds its whole reply at about CHARS_PER_TOKEN characters per max_tokens token
+    and every token adds text, so a constrained reply reaches the end of its structure before
+    this cap unless it averages under one character per token (JSON escapes such as \\uXXXX,
+    characters of several bytes, whitespace the JSON grammar allows between its parts) or the
+    room runs out. An unconstrained reply has no such bound and keeps max_tokens."""
+    if not (constrained and request.structured):
+        return request.max_tokens
+    return max(request.max_tokens, min(CHARS_PER_TOKEN * request.max_tokens, room))
 
 
 @dataclass

@@ -41,7 +41,8 @@ Contract:
   first and the whole row masked only when the grammar refuses it. Token log-probs stay those
   of the biased logits before the mask (the model's own confidence in what it wrote, not the
   constrained distribution's). Prompt-lookup drafts combine with a grammar: a drafted token is
-  kept only when it equals the constrained pick, so every kept token obeys the grammar.
+  kept only when it equals the constrained pick, so every kept token obeys the grammar. A
+  constrained reply may run past max_tokens, to `base.decoding_cap`, to close its structure.
   `constrain=False` (config `llm.constrain = false`) ignores schemas and grammars.
 - One sequence is decoded at a time (several sequences in one batch do not pay on a CPU).
   Threads default to the usable cores; llama.cpp's threads spin-wait for each other, so on a
@@ -78,6 +79,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
     TokenBias,
+    decoding_cap,
 )
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
@@ -344,7 +346,8 @@ class LlamaCppLLM:
         rows = [self._last_logits().copy()]  # logits awaiting a pick, one per evaluated position
         draft: list[int] = []  # evaluated after the last pick, not yet confirmed by a pick
         offered = 0  # size of the current draft
-        for step in range(request.max_tokens):
+        cap = decoding_cap(request, grammar is not None, self._n_ctx - len(prompt))
+        for step in range(cap):
             scores = rows.pop(0)
             bias(None, scores)
             token = self._pick(scores, request.temperature, rng)
@@ -376,9 +379,9 @@ class LlamaCppLLM:
                 self._rewind(len(draft))
                 drafter.kept(offered, offered - len(draft))
                 draft, rows = [], []
-            if step + 1 < request.max_tokens:
+            if step + 1 < cap:
                 if drafter:  # never evaluate past the token budget
-                    draft = drafter.propose(prompt + picked, request.max_tokens - step - 2)
+                    draft = drafter.propose(prompt + picked, cap - step - 2)
                 if draft:
                     offered = len(draft)
                     self.lookup_stats["drafted"] += offered

@@ -51,7 +51,10 @@ structure does not get), the request is sent unconstrained, and so are all later
 kind, with one warning (in that completion's warnings and the log); a schema that no form left
 can carry goes unconstrained, with one warning naming what would carry it. A reply to a schema
 that does not parse as JSON (and was not cut by max_tokens, nor by a stop string after an
-opening brace or bracket) says once that the server may ignore `response_format`.
+opening brace or bracket) says once that the server may ignore `response_format`. A request
+sent with its structure asks for `base.decoding_cap` tokens (up to CHARS_PER_TOKEN ×
+max_tokens, within the context window after the prompt), as the embedded backend decodes, so
+that a constrained reply closes its structure; one sent without keeps max_tokens.
 `constrain=False` sends no structure at all.
 
 Robustness: every request has a timeout; connection errors, timeouts, 429 and 5xx are retried
@@ -91,6 +94,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
     TokenBias,
+    decoding_cap,
 )
 from faithrag.llm.chat_encoding import common_prefix
 from faithrag.llm.grammar import gbnf_for, gbnf_literal
@@ -792,14 +796,17 @@ class OpenAICompatLLM:
             return self._post("/chat/completions", payload), False
         kind = "schema" if request.schema is not None else "grammar"
         refused: list[tuple[str, ServerRejectedError]] = []
+        constrained = None  # the payload with a constrained reply's token cap, once needed
         for form in STRUCTURE_FORMS[kind]:
             if form in self._refused_forms:
                 continue
             fields = _structure_fields(form, request)
             if fields is None:  # this form cannot carry this request's structure
                 continue
+            if constrained is None:
+                constrained = {**payload, "max_tokens": self._constrained_cap(request)}
             try:
-                data = self._post("/chat/completions", {**payload, **fields})
+                data = self._post("/chat/completions", {**constrained, **fields})
             except ServerRejectedError as exc:
                 refused.append((form, exc))
                 continue
@@ -818,6 +825,16 @@ class OpenAICompatLLM:
                            "'faithrag[llamacpp]'; llama-cpp-python's json_object form cannot "
                            "hold enum or const strings with quotes or backslashes)")
         return data, False
+
+    def _constrained_cap(self, request: GenerationRequest) -> int:
+        """`decoding_cap` for `request` sent with its structure: the room the context window
+        leaves after the prompt (counted as `count_chat_tokens` counts it); max_tokens when the
+        window or the prompt's size cannot be known here."""
+        try:
+            room = self.context_window - self.count_chat_tokens(request.messages)
+        except ConfigError:
+            return request.max_tokens
+        return decoding_cap(request, True, room)
 
     def _say_once(self, topic: str, warnings: list[str], message: str) -> None:
         with self._lock:

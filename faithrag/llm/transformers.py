@@ -58,6 +58,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
     TokenBias,
+    decoding_cap,
 )
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, split_choices
@@ -364,7 +365,7 @@ class TransformersLLM:
         if grammar is not None:  # after the recorder: log-probs are read before the mask
             from xgrammar.contrib.hf import LogitsProcessor as GrammarProcessor
             processors.append(GrammarProcessor([grammar] * len(requests)))
-        max_new = [r.max_tokens for r in requests]
+        max_new = [decoding_cap(r, grammar is not None, self._window - width) for r in requests]
         stopper = rt.StopCriteria(width, max_new, [tuple(s for s in r.stop if s) for r in requests],
                                   self._decode_text)
         if temperature > 0:
@@ -384,7 +385,7 @@ class TransformersLLM:
 
         completions = []
         for row, request in enumerate(requests):
-            tokens = generated[row][:stopper.done_at[row] or request.max_tokens]
+            tokens = generated[row][:stopper.done_at[row] or max_new[row]]
             finish = "length"
             eos_at = next((j for j, t in enumerate(tokens) if t in self._eos), None)
             if eos_at is not None:

@@ -12,8 +12,10 @@ Contract:
   answer) has a character limit.
 - A free-text field gets at most `CHARS_PER_TOKEN` characters per token of the reply's budget
   (`max_tokens`) left after the reply's fixed parts, and never more than its own limit: English
-  text averages about four characters per token, so a constrained reply ends well before the
-  token cap and closes its structure.
+  text averages about four characters per token, so a constrained reply ends well before
+  `max_tokens`; a backend that constrains lets a structured reply run past it, to
+  `faithrag.llm.base.decoding_cap`, so that text denser in tokens (digits) still closes its
+  structure.
 
 Example::
 
@@ -28,9 +30,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from faithrag.llm.base import CHARS_PER_TOKEN
 from faithrag.llm.grammar import gbnf_literal
 
-CHARS_PER_TOKEN = 3
 # cot_json's "Reason" (the prompt asks for at most three sentences): what the default 256 tokens
 # hold, since a reason cut short mid-sentence leaves its answer to follow an unfinished argument
 REASON_CHARS = 720

@@ -29,7 +29,8 @@ def test_unreadable_answers_cut_replies_and_fact_lists_are_counted_per_side(tmp_
         answer_record(1, True, warnings=("no fact list in the output: nothing is suppressed",)),
         answer_record(2, True)])
     write_run(tmp_path / "csrag-on", manifest("csrag", True), [
-        answer_record(0, True), answer_record(1, True), answer_record(2, True),
+        answer_record(0, True, completion=286),  # ran past max_tokens to close: read, not cut
+        answer_record(1, True), answer_record(2, True),
         answer_record(3, True)])  # not in the other side: left out of the row
 
     row = constrained_table.table(runs(tmp_path)).splitlines()[2]

@@ -9,6 +9,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
     TokenBias,
+    decoding_cap,
     generate_then_score,
     score_choices_many,
     user_prompt,
@@ -87,3 +88,17 @@ def test_a_recurring_prefix_must_lead_the_request():
         GenerationRequest(messages, cache_prefix=1, cache_prefix_text="Task: rank.")
     with pytest.raises(ValueError, match="must begin the message"):
         GenerationRequest(messages, cache_prefix=2, cache_prefix_text="Passages")
+
+
+def test_a_constrained_structured_reply_may_run_to_three_tokens_per_budget_token_within_the_room():
+    structured = GenerationRequest(user_prompt("q"), max_tokens=100, grammar='root ::= "a"')
+    assert decoding_cap(structured, constrained=True, room=1000) == 300
+    assert decoding_cap(structured, constrained=True, room=180) == 180  # the window's room
+    assert decoding_cap(structured, constrained=True, room=50) == 100  # never below max_tokens
+
+
+def test_an_unconstrained_or_unstructured_reply_keeps_max_tokens():
+    structured = GenerationRequest(user_prompt("q"), max_tokens=100, grammar='root ::= "a"')
+    assert decoding_cap(structured, constrained=False, room=1000) == 100
+    plain = GenerationRequest(user_prompt("q"), max_tokens=100)
+    assert decoding_cap(plain, constrained=True, room=1000) == 100

@@ -5,6 +5,7 @@ drafts keep only grammatical tokens, and what does not compile is a ConfigError 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -139,6 +140,44 @@ def test_what_does_not_compile_fails_before_any_decoding(llm, monkeypatch):
         with pytest.raises(ConfigError):
             llm.generate([good, bad])
     assert decoded == []
+
+
+def digits(n: int) -> str:
+    """A grammar for n digits and a full stop: n + 1 tokens in the tiny model's vocabulary, which
+    has one token per digit, so its text runs at one character per token."""
+    return f'root ::= [0-9]{{{n}}} "."'
+
+
+@pytest.mark.model
+def test_a_constrained_reply_denser_than_its_budget_runs_past_max_tokens_to_close(llm):
+    [closed] = llm.generate([GenerationRequest(ask(PROMPTS[4]), max_tokens=12,
+                                               grammar=digits(30))])
+    assert re.fullmatch(r"[0-9]{30}\.", closed.text), closed.text
+    assert closed.finish_reason == "stop" and closed.completion_tokens == 31
+
+
+@pytest.mark.model
+def test_a_constrained_reply_stops_at_three_tokens_per_budget_token_and_at_the_window(llm):
+    [cut] = llm.generate([GenerationRequest(ask(PROMPTS[4]), max_tokens=12,
+                                            grammar=digits(60))])
+    assert cut.finish_reason == "length" and cut.completion_tokens == 36
+    filler = "word " * 940  # leaves about 20 tokens of the 1024-token window after the prompt
+    long = ask(filler + PROMPTS[4])
+    room = llm.context_window - llm.count_chat_tokens(long)
+    assert 12 <= room < 36
+    [at_window] = llm.generate([GenerationRequest(long, max_tokens=12, grammar=digits(60))])
+    assert at_window.finish_reason == "length" and at_window.completion_tokens == room
+
+
+@pytest.mark.model
+def test_an_unconstrained_reply_keeps_max_tokens(llm):
+    request = GenerationRequest(ask(PROMPTS[4]), max_tokens=12, grammar=digits(30))
+    llm.constrain = False
+    try:
+        [free] = llm.generate([request])
+    finally:
+        llm.constrain = True
+    assert free.completion_tokens <= 12
 
 
 @pytest.mark.model

@@ -4,6 +4,7 @@ refuses them (said once), and llama.cpp's two real servers returning schema-vali
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import httpx
@@ -195,6 +196,28 @@ def test_constrain_false_sends_no_structure():
     assert all("response_format" not in b and "grammar" not in b for b in server.bodies)
 
 
+def test_a_structured_request_asks_for_the_constrained_cap_and_its_fallback_for_max_tokens(
+        monkeypatch):
+    server = Server(refuses={"json_schema"})
+    llm = server.llm()  # as if it knew its window and tokenizer:
+    monkeypatch.setattr(OpenAICompatLLM, "context_window", property(lambda self: 4096))
+    monkeypatch.setattr(llm, "count_chat_tokens", lambda messages: 4000)
+    llm.generate([ask(schema=SCHEMA)])  # 96 tokens of room: 64 < cap < 3 × 64
+    monkeypatch.setattr(llm, "count_chat_tokens", lambda messages: 100)
+    llm.generate([ask(schema=SCHEMA)])  # room enough: 3 × 64
+    server.refuses |= {"grammar", "json_object"}
+    llm.generate([ask(schema=SCHEMA)])
+    assert [(form_of(b), b["max_tokens"]) for b in server.bodies] == [
+        ("json_schema", 96), ("grammar", 96), ("grammar", 192), ("grammar", 192),
+        ("json_object", 192), (None, 64)]  # sent unconstrained: no structure bounds its reply
+
+
+def test_a_structured_request_keeps_max_tokens_where_the_prompt_cannot_be_counted():
+    server = Server()  # no tokenize endpoint, no local tokenizer
+    server.llm(context_window=4096).generate([ask(schema=SCHEMA)])
+    assert server.bodies[0]["max_tokens"] == 64
+
+
 # ----------------------------------------------------------------------------- real server
 @pytest.mark.model
 @pytest.mark.server
@@ -220,3 +243,16 @@ def test_the_real_llama_cpp_servers_return_schema_valid_json(any_llama_server, t
     graded = llm.generate([GenerationRequest(user_prompt("Is the sky green?"), max_tokens=16,
                                              grammar=grammar)])[0]
     assert graded.text in {"SUPPORT: SUPPORTED", "SUPPORT: PARTIAL", "SUPPORT: UNSUPPORTED"}
+
+
+@pytest.mark.model
+@pytest.mark.server
+def test_the_real_llama_cpp_servers_let_a_dense_constrained_reply_close_as_embedded(
+        any_llama_server, tiny_gguf):
+    llm = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
+                          context_window=2048)
+    grammar = 'root ::= [0-9]{30} "."'  # 31 tokens of the tiny model: one per digit
+    [closed] = llm.generate([GenerationRequest(user_prompt("Count to a hundred."),
+                                               max_tokens=12, grammar=grammar)])
+    assert re.fullmatch(r"[0-9]{30}\.", closed.text), closed.text
+    assert closed.finish_reason == "stop" and closed.completion_tokens > 12

@@ -5,6 +5,7 @@ fixture (tests/llm/data/tiny_llamacpp_ids.json) that a llama.cpp test below keep
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from faithrag.errors import (
 from faithrag.llm import transformers as hf
 from faithrag.llm.base import ChoiceRequest, GenerationRequest, Message, TokenBias, user_prompt
 from faithrag.llm.chat_encoding import common_prefix
+from faithrag.methods.schemas import choice_answer_schema
 
 QUESTION = user_prompt("What is the capital of France? Answer with one word.")
 STORY = user_prompt("Write a long story about a dragon who learns to cook.")
@@ -254,6 +256,39 @@ def test_batched_generation_matches_one_by_one(llm):
     np.testing.assert_allclose(batch[0].token_logprobs, single[0].token_logprobs, atol=1e-3)
     assert batch[1].token_logprobs is None
     assert "\n" not in batch[3].text and batch[3].finish_reason == "stop"
+
+
+@pytest.mark.model
+def test_a_schema_reply_parses_under_its_schema_and_the_bias_steers_within_it(llm):
+    pytest.importorskip("xgrammar", reason="xgrammar is not installed (faithrag[hf])")
+    schema = choice_answer_schema(["Paris", "London"], max_tokens=64)
+    ask = user_prompt("What is the capital of France? Options: Paris, London. Reply as JSON "
+                      'with "Reason" and "Answer".')
+    [plain] = llm.generate([GenerationRequest(ask, max_tokens=64, schema=schema)])
+    value = json.loads(plain.text)
+    assert set(value) == {"Reason", "Answer"} and value["Answer"] in ("Paris", "London")
+    assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
+    other = "London" if value["Answer"] == "Paris" else "Paris"
+    toward = TokenBias.from_mapping({t: 30.0 for t in llm.tokenize(other)[:1]})
+    scored = GenerationRequest(ask, max_tokens=64, schema=schema, bias=toward)
+    value = json.loads(llm.generate([scored])[0].text)  # the bias shifts, the grammar masks
+    assert value["Answer"] == other
+
+
+@pytest.mark.model
+def test_a_constrained_reply_denser_than_its_budget_runs_past_max_tokens_to_close(llm):
+    pytest.importorskip("xgrammar", reason="xgrammar is not installed (faithrag[hf])")
+    digits = 'root ::= [0-9]{30} "."'  # one token per digit in the tiny model's vocabulary
+    request = GenerationRequest(STORY, max_tokens=12, grammar=digits)
+    [closed] = llm.generate([request])
+    llm.constrain = False
+    try:
+        [free] = llm.generate([request])
+    finally:
+        llm.constrain = True
+    assert re.fullmatch(r"[0-9]{30}\.", closed.text), closed.text
+    assert closed.finish_reason == "stop" and closed.completion_tokens == 31
+    assert free.completion_tokens == 12  # no structure applied: max_tokens holds
 
 
 @pytest.mark.model
