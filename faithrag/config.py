@@ -94,7 +94,8 @@ class GenerationConfig(_Strict):
     """Reply budgets and sampling of the answer step."""
 
     max_tokens: int = Field(256, ge=1)
-    """replies that reason before answering (JSON answers, drafts)"""
+    """replies that reason before answering (JSON answers, drafts); their schemas are sized
+    for it, and a constrained reply may run to 3× to close its structure (docs/backends.md)"""
     answer_tokens: int = Field(48, ge=1)
     """short free-form answers"""
     temperature: float = Field(0.0, ge=0.0)
