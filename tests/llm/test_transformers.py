@@ -270,8 +270,8 @@ def test_a_schema_reply_parses_under_its_schema_and_the_bias_steers_within_it(ll
     assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
     other = "London" if value["Answer"] == "Paris" else "Paris"
     toward = TokenBias.from_mapping({t: 30.0 for t in llm.tokenize(other)[:1]})
-    scored = GenerationRequest(ask, max_tokens=64, schema=schema, bias=toward)
-    value = json.loads(llm.generate([scored])[0].text)  # the bias shifts, the grammar masks
+    biased = GenerationRequest(ask, max_tokens=64, schema=schema, bias=toward)
+    value = json.loads(llm.generate([biased])[0].text)  # the bias shifts, the grammar masks
     assert value["Answer"] == other
 
 
