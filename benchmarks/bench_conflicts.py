@@ -28,12 +28,15 @@ poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisoned
             question's poison on top (HostileRetriever). Positive: hostile; negative: clean.
             Flag: any check; a second row leaves `low_relevance` out (clean retrieval of a
             PoisonedRAG question without clean evidence finds unrelated passages).
-surface     RAMDocs answered three ways on the same items: plain RAG (vanilla); resolve: the
-            stage that resolves passage conflicts today (crossval re-ranking) with detect and
-            on_conflict=resolve; detect + on_conflict=surface. Strict criterion (RAMDocs'):
-            the answer contains every gold answer and no wrong answer (SQuAD-normalised token
-            containment, faithrag.answers.containment); wrong answers are the misinfo
-            documents' `doc_answer`s that are not also a gold answer.
+surface     RAMDocs answered three ways on the same items, from two runs per item. surface:
+            vanilla with detect and on_conflict=surface; plain RAG: the same run's answer
+            before the policy (`resolved_answer`; the detect step runs after the answer and
+            changes nothing, so it is plain RAG's answer). resolve: the stage that resolves
+            passage conflicts today (crossval re-ranking), on_conflict=resolve (the default;
+            a detect step would not change its answer, so it is left out). Strict criterion
+            (RAMDocs'): the answer contains every gold answer and no wrong answer
+            (SQuAD-normalised token containment, faithrag.answers.containment); wrong answers
+            are the misinfo documents' `doc_answer`s that are not also a gold answer.
 
 A flag over several kinds is "conflict" when any of them says conflict, else "could not tell"
 when any could not tell, else "no conflict". Items whose flag could not tell are counted apart
@@ -41,8 +44,9 @@ when any could not tell, else "no conflict". Items whose flag could not tell are
 
 Each record (one item x variant, or item x way for `surface`) is appended to OUT/records.jsonl;
 a re-run skips what is there. Records hold no gold answer, only what is derived from one
-(memory: `recalls_golden`; surface: `strict`), so they can be kept beside the code. The summary
-(printed as markdown, and OUT/summary.json) covers every measurement in OUT/records.jsonl: per
+(memory: `recalls_golden`; surface: `strict`, and `plain_strict` in the surface run's), so
+they can be kept beside the code. The summary (printed as markdown, and OUT/summary.json)
+covers every measurement in OUT/records.jsonl: per
 data set and flag, over all items and over the subsets that test the label's premise (memory:
 the items whose closed-book answer is the golden answer; poisoning: the PoisonedRAG questions
 with clean evidence in the corpus), n positive / n negative, could not tell per class,
@@ -86,12 +90,12 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
                   "any but low_relevance": tuple(k for k in CONFLICT_KINDS
                                                  if k != "low_relevance")},
 }
+# the runs of `surface`; plain RAG is read from the surface run (see the module docstring)
 WAYS: dict[str, dict[str, str]] = {
-    "plain": {"method": "vanilla"},
-    "resolve": {"method": "vanilla", "rerank": "crossval", "detect": "conflicts",
-                "on_conflict": "resolve"},
+    "resolve": {"method": "vanilla", "rerank": "crossval"},
     "surface": {"method": "vanilla", "detect": "conflicts", "on_conflict": "surface"},
 }
+SURFACE_SHARES = ("plain", "resolve", "surface")  # the strict shares `surface` reports
 DETECT = {"method": "vanilla", "detect": "conflicts"}
 
 
@@ -300,6 +304,10 @@ def record_of(command: str, case: Case, way: str | None, result: Result) -> dict
         record["recalls_golden"] = bool(memory and case.golds and smart_em(memory, case.golds))
     if command == "surface":
         record["strict"] = strict_correct(result.answer.text, case.golds, case.wrongs)
+        if way == "surface":
+            plain = result.answer.meta.get("resolved_answer", result.answer.text)
+            record["plain_answer"] = plain
+            record["plain_strict"] = strict_correct(plain, case.golds, case.wrongs)
     return record
 
 
@@ -414,18 +422,20 @@ def confusion_row(command: str, dataset: str, subset: str, flag: str, kinds: tup
 
 
 def surface_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per data set: the strict share per way over the items every way answered, and the
-    paired difference surface - plain."""
+    """Per data set: the strict share of plain RAG, resolve and surface over the items both
+    runs answered, and the paired difference surface - plain."""
     rows = []
     by_dataset: dict[str, dict[str, dict[str, bool]]] = {}
     for r in records:
         if r["command"] == "surface":
-            by_dataset.setdefault(r["dataset"], {}).setdefault(r["way"], {})[r["item"]] = (
-                r["strict"])
+            ways = by_dataset.setdefault(r["dataset"], {})
+            ways.setdefault(r["way"], {})[r["item"]] = r["strict"]
+            if r["way"] == "surface":
+                ways.setdefault("plain", {})[r["item"]] = r["plain_strict"]
     for dataset, ways in by_dataset.items():
         items = sorted(set.intersection(*(set(ways.get(w, {})) for w in WAYS)))
         row: dict[str, Any] = {"command": "surface", "dataset": dataset, "n": len(items)}
-        for way in WAYS:
+        for way in SURFACE_SHARES:
             row[way] = share(sum(ways[way][i] for i in items), len(items)) if items else None
         row["surface_minus_plain"] = (
             paired_difference([ways["surface"][i] for i in items],

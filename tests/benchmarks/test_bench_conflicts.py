@@ -168,16 +168,20 @@ def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_on
 
 
 def test_surface_summary_scores_each_way_on_common_items_with_a_paired_difference():
-    def rec(item, way, strict):
-        return {"command": "surface", "dataset": "ramdocs", "item": item, "variant": "own",
-                "way": way, "strict": strict, "generate_seconds": 1.0,
-                "detect_seconds": 0.5 if way != "plain" else 0.0}
-    records = [rec(f"q{i}", way, strict) for i in range(4)
-               for way, strict in (("plain", i == 0), ("resolve", i == 0), ("surface", i < 3))]
-    records.append(rec("q9", "plain", True))  # not answered the other ways: left out
+    def rec(item, way, strict, plain_strict=None):
+        record = {"command": "surface", "dataset": "ramdocs", "item": item, "variant": "own",
+                  "way": way, "strict": strict, "generate_seconds": 1.0,
+                  "detect_seconds": 0.5 if way == "surface" else 0.0}
+        if way == "surface":
+            record["plain_strict"] = plain_strict
+        return record
+    records = [rec(f"q{i}", "surface", i < 3, i == 0) for i in range(4)]
+    records += [rec(f"q{i}", "resolve", i == 1) for i in range(4)]
+    records.append(rec("q9", "surface", True, True))  # no resolve run: left out
     [row] = bench.surface_rows(records)
     assert row["n"] == 4
     assert row["plain"]["value"] == 0.25 and row["surface"]["value"] == 0.75
+    assert row["resolve"]["value"] == 0.25 and row["detect_s_per_item"] == 0.5
     assert row["surface_minus_plain"]["difference"] == 0.5
     assert row["surface_minus_plain"]["only_a"] == 2
     assert "surface − plain" in bench.render([], [row])
@@ -211,7 +215,7 @@ def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, w
     assert "context_vs_memory" in table
 
 
-def test_run_surface_answers_three_ways(tmp_path, write_data_dir):
+def test_run_surface_answers_three_ways_from_two_runs(tmp_path, write_data_dir):
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
     cases = bench.surface_cases(1, str(root))
@@ -223,14 +227,21 @@ def test_run_surface_answers_three_ways(tmp_path, write_data_dir):
     out.mkdir()
     bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
     records = {r["way"]: r for r in bench.read_records(out / "records.jsonl")}
-    assert set(records) == {"plain", "resolve", "surface"}
-    assert records["plain"]["detect_seconds"] == 0.0 and records["plain"]["checks"] == {}
+    assert set(records) == {"resolve", "surface"}
+    # resolve runs no detect step: only crossval's own check of the passages
+    assert records["resolve"]["detect_seconds"] == 0.0
+    assert set(records["resolve"]["checks"]) == {"passage_vs_passage"}
     assert records["surface"]["checks"]["ambiguous"] == "conflict"
     assert records["surface"]["answer"] != records["resolve"]["answer"]
+    # plain RAG's answer is the surface run's answer before the policy: what vanilla gives
+    plain = bench.Pipeline.from_parts(bench.configure(None, use_cache=False, method="vanilla"),
+                                      llm).run(cases[0].question, cases[0].passages)
+    assert records["surface"]["plain_answer"] == plain.answer.text
+    assert "plain_answer" not in records["resolve"]
     # RAMDocs' strict criterion: plain misses Coldplay; surface has both golds and also the
     # misinformation's answer, The Beatles
     assert "The Beatles" in records["surface"]["answer"]
-    assert records["surface"]["strict"] is False and records["plain"]["strict"] is False
+    assert records["surface"]["strict"] is False and records["surface"]["plain_strict"] is False
     assert not any("golds" in r or "wrongs" in r for r in records.values())
 
 
