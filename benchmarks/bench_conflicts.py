@@ -21,7 +21,8 @@ passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
 ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
             (negative), each class up to `--limit` (run alternately), each with all its own
             documents. Flag: `ambiguous`; `passage_vs_passage` is recorded and summarised
-            too.
+            too. An item that `surface` already ran is read from that run (the same plain
+            RAG and detect step on the same passages), so run `surface` first.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
             `kre_musique`, `kre_squad` or `ramdocs`; faithrag/eval/hostile_settings.py, its
             default k). Clean: BM25 over the setting's clean corpus; hostile: the same with the
@@ -322,12 +323,31 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def ambiguity_from_surface(case: Case, surface: dict[str, Any]) -> dict[str, Any] | None:
+    """The ambiguity record of `case` read from the surface run of the same RAMDocs item (the
+    same passages, vanilla and detect; its policy step only rewrites the answer afterwards),
+    or None when that run read other passages."""
+    if surface["passages"] != [p.id for p in case.passages]:
+        return None
+    kept = ("passages", "checks", "conflicts", "parse_status", "generate_seconds",
+            "detect_seconds", "seconds", "generate_tokens", "detect_tokens", "llm_calls",
+            "detector")
+    return {"command": "ambiguity", "dataset": case.dataset, "item": case.item,
+            "variant": case.variant, "way": None, "label": case.label,
+            **{key: surface[key] for key in kept}, "answer": surface["plain_answer"],
+            "from_run": "surface"}
+
+
 def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out: Path,
         progress: Callable[[str], None]) -> None:
     """Append a record per case (x way for `surface`) not yet in out/records.jsonl;
-    `settings` are configure() keywords applied to every pipeline (model, threads, caches)."""
+    `settings` are configure() keywords applied to every pipeline (model, threads, caches).
+    An `ambiguity` case whose item has a surface run in the records is read from it."""
     path = out / "records.jsonl"
-    done = {record_key(r) for r in read_records(path)}
+    records = read_records(path)
+    done = {record_key(r) for r in records}
+    surfaced = {r["item"]: r for r in records
+                if r["command"] == "surface" and r["way"] == "surface"}
     ways = WAYS if command == "surface" else {None: DETECT}
     pipelines = {way: Pipeline.from_parts(configure(None, **settings, **stages), llm)
                  for way, stages in ways.items()}
@@ -337,8 +357,12 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
                 key = (command, case.dataset, case.item, case.variant, way)
                 if key in done:
                     continue
-                result = pipeline.run(Question(case.question, id=case.item), case.passages)
-                record = record_of(command, case, way, result)
+                record = (ambiguity_from_surface(case, surfaced[case.item])
+                          if command == "ambiguity" and case.item in surfaced else None)
+                if record is None:
+                    result = pipeline.run(Question(case.question, id=case.item),
+                                          case.passages)
+                    record = record_of(command, case, way, result)
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
                 progress(f"{number + 1}/{len(cases)} {case.item} {case.variant} {way or ''} "

@@ -7,7 +7,8 @@
 # To extend the kept records instead of starting afresh, copy them in first:
 #   mkdir -p runs/conflicts && cp results/conflicts/records.jsonl runs/conflicts/
 # and keep them afterwards: cp runs/conflicts/records.jsonl runs/conflicts/summary.json results/conflicts/
-# MEASUREMENTS picks and orders them ("command:dataset" words).
+# MEASUREMENTS picks and orders them ("command:dataset" words); keep surface:ramdocs before
+# ambiguity:ramdocs, which reads the items surface already ran.
 set -euo pipefail
 N=${N:-100}
 MODEL=${MODEL:-default}

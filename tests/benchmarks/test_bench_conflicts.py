@@ -245,6 +245,37 @@ def test_run_surface_answers_three_ways_from_two_runs(tmp_path, write_data_dir):
     assert not any("golds" in r or "wrongs" in r for r in records.values())
 
 
+def test_run_ambiguity_reads_an_item_surface_ran_and_agrees_with_running_it(
+        tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path / "data", "ramdocs",
+                          [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"]),
+                           ramdocs(1, ["Mutemath"], ["The Beatles"])])
+    llm = FakeLLM(rules=[("Mutemath did", "Mutemath"), ("Coldplay did", "Coldplay"),
+                         ("Beatles did", "The Beatles")],
+                  default="NOT_IN_PASSAGE", choice_prior=lambda c: 3.0 if c == "No" else 0.0)
+    reused, fresh = tmp_path / "reused", tmp_path / "fresh"
+    reused.mkdir()
+    fresh.mkdir()
+    settings = {"use_cache": False}
+    bench.run("surface", bench.surface_cases(1, str(root)), llm, settings, reused,
+              lambda line: None)
+    cases = bench.ambiguity_cases(1, str(root))
+    calls = len(llm.calls)
+    bench.run("ambiguity", cases[:1], llm, settings, reused, lambda line: None)
+    assert len(llm.calls) == calls  # the several-answer item is read from the surface run
+    bench.run("ambiguity", cases, llm, settings, reused, lambda line: None)
+    bench.run("ambiguity", cases, llm, settings, fresh, lambda line: None)
+    read = [r for r in bench.read_records(reused / "records.jsonl")
+            if r["command"] == "ambiguity"]
+    ran = bench.read_records(fresh / "records.jsonl")
+    assert [r.get("from_run") for r in read] == ["surface", None]
+    compared = ("item", "variant", "label", "passages", "checks", "conflicts", "answer",
+                "detector", "llm_calls")
+    assert [{k: r[k] for k in compared} for r in read] == [
+        {k: r[k] for k in compared} for r in ran]
+    assert read[0]["checks"]["ambiguous"] == "conflict"
+
+
 def test_main_rejects_a_dataset_the_measurement_does_not_take(tmp_path):
     with pytest.raises(SystemExit):
         bench.main(["memory", "--dataset", "ramdocs", "--out", str(tmp_path)])
