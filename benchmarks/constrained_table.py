@@ -17,7 +17,8 @@ What counts as an unreadable reply, per stage:
   tallies), and a support verdict's side answer that could not be read (its step's decision);
 - verifier: an unreadable judgement (the answer's `unparsable` count).
 
-Below it, the goal comparison: `csrag` against `cot_json`, both constrained, per dataset, paired
+Below it, each constrained run that scored more items than its unconstrained side, on all of
+them; then the goal comparison: `csrag` against `cot_json`, both constrained, per dataset, paired
 (difference with its bootstrap interval, items gained / lost, exact McNemar p).
 """
 
@@ -172,6 +173,17 @@ def table(runs: list[Run]) -> str:
         lines.append(f"| {stage} | {dataset} | {c_on.n} | {_side(c_off)} | {_side(c_on)} "
                      f"| {_pct(c_off.correct, c_off.n)} / {_pct(c_on.correct, c_on.n)} "
                      f"| {_paired(outcomes(on), outcomes(off))} |")
+    whole = []  # constrained runs that scored more items than their unconstrained side
+    for (stage, dataset), pair in sorted(sides.items()):
+        if True not in pair or False not in pair:
+            continue
+        ids = {r["id"] for r in pair[True].records}
+        if ids - {r["id"] for r in pair[False].records}:
+            c = counts(pair[True], ids)
+            whole.append(f"| {stage} | {dataset} | {c.n} | {_side(c)} | {_pct(c.correct, c.n)} |")
+    if whole:
+        lines += ["", "| stage, constrained on all its items | set | n | unreadable | accuracy |",
+                  "|---|---|---:|---|---|", *whole]
     goal_header = ("| set, both constrained | cot_json | csrag (paper's JSON mode) "
                    "| csrag − cot_json |")
     goal = ["", goal_header, "|---|---|---|---|"]

@@ -73,6 +73,24 @@ def test_verifier_counts_unreadable_judgements_and_attack_success(tmp_path, writ
     assert "| 0 / 4 (0 items); attack success 0.0" in row
 
 
+def test_a_constrained_run_longer_than_its_other_side_is_also_scored_on_all_its_items(
+        tmp_path, write_run):
+    write_run(tmp_path / "cot-off", manifest("cot_json", False),
+              [answer_record(0, False, "failed")])
+    write_run(tmp_path / "cot-on", manifest("cot_json", True),
+              [answer_record(0, True), answer_record(1, False), answer_record(2, True)])
+    lines = constrained_table.table(runs(tmp_path)).splitlines()
+    assert lines[2].startswith("| cot_json | set | 1 |")
+    assert lines[4].startswith("| stage, constrained on all its items |")
+    assert lines[6] == ("| cot_json | set | 3 | 0 / 3 (0 items); 0 cut at the cap "
+                        "| 66.7 [21, 94] |")
+    # both sides on the same items: no such row
+    write_run(tmp_path / "same" / "cot-off", manifest("cot_json", False),
+              [answer_record(i, True) for i in range(3)])
+    (tmp_path / "cot-on").rename(tmp_path / "same" / "cot-on")
+    assert "all its items" not in constrained_table.table(runs(tmp_path / "same"))
+
+
 def test_a_run_without_the_switch_is_unconstrained_and_one_side_alone_gets_a_row(
         tmp_path, write_run):
     write_run(tmp_path / "old", manifest("cot_json", None), [answer_record(0, True)])
