@@ -108,6 +108,7 @@ SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
     # unrelated text)
     "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
 }
+ALL_SETS = "all sets"  # the data set of a measurement's row over every data set it ran on
 DEFAULT_DATASET = {"memory": "kre_musique", "passages": "kre_conflict_rank",
                    "ambiguity": "ramdocs", "poisoning": "poisonedrag", "surface": "ramdocs"}
 DATASETS = {"memory": ("kre_musique", "kre_squad"),
@@ -405,12 +406,18 @@ def timing(records: list[dict[str, Any]]) -> dict[str, Any]:
 def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per measurement, data set, subset (all items, then SUBSETS) and flag: confusion counts,
     precision and recall (decided items only), could-not-tell and missing checks per class,
-    and timing. A subset keeps an item's two variants together when both are in it."""
+    and timing. A subset keeps an item's two variants together when both are in it. A
+    measurement run on several data sets also gets a row over all of them ("all sets"): the
+    detector's figure."""
     rows = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         if r["command"] in FLAGS:
             groups.setdefault((r["command"], r["dataset"]), []).append(r)
+    for command in dict.fromkeys(command for command, _ in groups):
+        datasets = [group for (c, _), group in groups.items() if c == command]
+        if len(datasets) > 1:
+            groups[command, ALL_SETS] = [r for group in datasets for r in group]
     for (command, dataset), group in groups.items():
         subsets: dict[str, list[dict[str, Any]]] = {"all": group}
         for name, member in SUBSETS.get(command, {}).items():

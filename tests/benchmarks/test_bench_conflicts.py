@@ -153,6 +153,19 @@ def test_detection_summary_counts_precision_recall_and_keeps_could_not_tell_apar
     assert "0.75 [" in bench.render([row], [])
 
 
+def test_a_measurement_on_several_sets_gets_a_row_over_all_of_them():
+    musique = [detection_record(0, 1, "conflict"), detection_record(0, 0, "no_conflict")]
+    squad = [dict(r, dataset="kre_squad") for r in (
+        detection_record(0, 1, "no_conflict"), detection_record(0, 0, "conflict"))]
+    rows = bench.detection_rows(musique + squad)
+    assert [row["dataset"] for row in rows] == ["kre_musique", "kre_squad", bench.ALL_SETS]
+    pooled = rows[-1]
+    assert (pooled["tp"], pooled["fn"], pooled["fp"], pooled["tn"]) == (1, 1, 1, 1)
+    assert (pooled["n_positive"], pooled["n_negative"]) == (2, 2)
+    # one set alone: no pooled row
+    assert [row["dataset"] for row in bench.detection_rows(musique)] == ["kre_musique"]
+
+
 def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_one():
     records = [detection_record(i, label, status) for i, label, status in
                ((0, 1, "conflict"), (0, 0, "no_conflict"), (1, 1, "no_conflict"),
