@@ -47,10 +47,10 @@ Each record (one item x variant, or item x way for `surface`) is appended to OUT
 a re-run skips what is there. Records hold no gold answer, only what is derived from one
 (memory: `recalls_golden`; surface: `strict`, and `plain_strict` in the surface run's), so
 they can be kept beside the code. The summary (printed as markdown, and OUT/summary.json)
-covers every measurement in OUT/records.jsonl: per
-data set and flag, over all items and over the subsets that test the label's premise (memory:
-the items whose closed-book answer is the golden answer; poisoning: the PoisonedRAG questions
-with clean evidence in the corpus), n positive / n negative, could not tell per class,
+covers every measurement in OUT/records.jsonl: per data set and flag, over all items and over
+the subsets that test the label's premise (memory: the items whose closed-book answer is the
+golden answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus), and
+over all its data sets, n positive / n negative, could not tell per class,
 precision and recall with 95 % Wilson intervals, and the seconds of the detect step against the
 generate step of the same runs; for `surface`, the strict share per way with Wilson intervals
 and the paired difference surface - plain (bootstrap interval, exact McNemar p).
