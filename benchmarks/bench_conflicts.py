@@ -2,7 +2,8 @@
 
 Every measurement runs plain RAG (`method = vanilla`) with the detection-only stage
 (`detect = conflicts`, faithrag/methods/conflict_detector.py) as configured, on the dev split,
-items in file order, `--limit N` per class, caches off (`use_cache = false`), greedy decoding.
+items in file order (`passages`: in turn per source), `--limit N` per class, caches off
+(`use_cache = false`), greedy decoding.
 Passages are given to the pipeline directly (no retrieval step), so both variants of an item
 differ only in the evidence below.
 
@@ -12,7 +13,9 @@ memory      context vs memory. KRE items (`--dataset kre_musique` or `kre_squad`
             without a golden context are skipped. Flag: the `context_vs_memory` check.
 passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
             `ramdocs_rank`) with at least one contrary passage and one relevant (relevance
-            > 0, not contrary) passage; others are skipped. Positive: the first `-k` passages
+            > 0, not contrary) passage; others are skipped; the items are taken in turn from
+            each source of the set (kre_conflict_rank: MuSiQue, SQuAD), each source's rows
+            summarised apart too. Positive: the first `-k` passages
             in the set's order; when none of them is contrary (or none relevant), the first
             such passage of the item takes the place of the last passage of the window that is
             neither (order kept), so both sides of the conflict are in it. Negative: the
@@ -107,6 +110,9 @@ SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
     # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
     # unrelated text)
     "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
+    # kre_conflict_rank's two sources: multi-hop questions, then single-hop ones
+    "passages": {"MuSiQue items": lambda r: r["item"].startswith("kre_musique::"),
+                 "SQuAD items": lambda r: r["item"].startswith("kre_squad::")},
 }
 ALL_SETS = "all sets"  # the data set of a measurement's row over every data set it ran on
 DEFAULT_DATASET = {"memory": "kre_musique", "passages": "kre_conflict_rank",
@@ -179,8 +185,10 @@ def passage_window(item: RankItem, k: int) -> list[Passage] | None:
 
 
 def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> list[Case]:
-    """Per ranking item: the window with its contrary passages (1) and without them (0)."""
-    cases = []
+    """Per ranking item: the window with its contrary passages (1) and without them (0). The
+    items are taken in turn from each source of the set, file order within a source
+    (kre_conflict_rank holds its MuSiQue items, then its SQuAD items)."""
+    by_source: dict[str, list[list[Case]]] = {}
     for item in load_dataset(dataset, data_dir).items:
         assert isinstance(item, RankItem)
         window = passage_window(item, k)
@@ -188,12 +196,12 @@ def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> li
             continue
         clean = [p for p in window if not p.meta["is_contrary"]]
         extra = {"contrary": sum(p.meta["is_contrary"] for p in window)}
-        cases.append(Case(dataset, item.id, "with_contrary", item.query, window, 1, extra=extra))
-        cases.append(Case(dataset, item.id, "without_contrary", item.query, clean, 0,
-                          extra=extra))
-        if len(cases) == 2 * limit:
-            break
-    return cases
+        by_source.setdefault(item.source, []).append([
+            Case(dataset, item.id, "with_contrary", item.query, window, 1, extra=extra),
+            Case(dataset, item.id, "without_contrary", item.query, clean, 0, extra=extra)])
+    in_turn = itertools.chain.from_iterable(itertools.zip_longest(*by_source.values()))
+    pairs = [pair for pair in in_turn if pair is not None][:limit]
+    return [case for pair in pairs for case in pair]
 
 
 def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:

@@ -68,6 +68,29 @@ def test_passage_window_keeps_both_sides_and_the_negative_drops_the_contrary(
     ]
 
 
+def test_passages_take_items_in_turn_from_each_source(tmp_path, write_data_dir):
+    roles = ["reference", "contrary", "distractor"]
+    items = [dict(rank(i, roles), id=f"kre_musique::q{i}", source="musique") for i in range(3)]
+    items += [dict(rank(i, roles), id=f"kre_squad::q{i}", source="squad") for i in range(3, 5)]
+    root = write_data_dir(tmp_path, "kre_conflict_rank", items)
+    cases = bench.passages_cases("kre_conflict_rank", 4, str(root), 3)
+    assert [c.item for c in cases[::2]] == ["kre_musique::q0", "kre_squad::q3",
+                                            "kre_musique::q1", "kre_squad::q4"]
+    # one source left: the rest come from it
+    cases = bench.passages_cases("kre_conflict_rank", 5, str(root), 3)
+    assert cases[-1].item == "kre_musique::q2"
+
+
+def test_passages_summary_adds_each_source_of_kre_conflict_rank():
+    records = [dict(detection_record(i, label, "conflict"), command="passages",
+                    dataset="kre_conflict_rank", item=f"{source}::q{i}",
+                    checks={"passage_vs_passage": "conflict"})
+               for i, source in ((0, "kre_musique"), (1, "kre_squad")) for label in (1, 0)]
+    rows = bench.detection_rows(records)
+    assert [(row["subset"], row["n_positive"], row["tp"]) for row in rows] == [
+        ("all", 2, 2), ("MuSiQue items", 1, 1), ("SQuAD items", 1, 1)]
+
+
 def test_ambiguity_takes_limit_items_per_class_the_classes_alternating(tmp_path,
                                                                        write_data_dir):
     items = [ramdocs(0, ["A", "B"], []), ramdocs(1, ["C"], []), ramdocs(2, ["D", "E"], []),
