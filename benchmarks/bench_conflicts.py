@@ -416,7 +416,8 @@ def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     precision and recall (decided items only), could-not-tell and missing checks per class,
     and timing. A subset keeps an item's two variants together when both are in it. A
     measurement run on several data sets also gets a row over all of them ("all sets"): the
-    detector's figure."""
+    detector's figure; its subsets only where they span several sets (else they repeat one
+    set's row)."""
     rows = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
@@ -431,7 +432,8 @@ def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for name, member in SUBSETS.get(command, {}).items():
             items = {r["item"] for r in group if r["label"] == 1 and member(r)}
             subset = [r for r in group if r["item"] in items]
-            if subset and len(subset) < len(group):
+            within_one_set = dataset == ALL_SETS and len({r["dataset"] for r in subset}) == 1
+            if subset and len(subset) < len(group) and not within_one_set:
                 subsets[name] = subset
         for subset_name, subset in subsets.items():
             for flag, kinds in FLAGS[command].items():

@@ -89,6 +89,13 @@ def test_passages_summary_adds_each_source_of_kre_conflict_rank():
     rows = bench.detection_rows(records)
     assert [(row["subset"], row["n_positive"], row["tp"]) for row in rows] == [
         ("all", 2, 2), ("MuSiQue items", 1, 1), ("SQuAD items", 1, 1)]
+    # beside ramdocs_rank, the row over all sets does not repeat a subset of one set
+    ramdocs_rank = [dict(r, dataset="ramdocs_rank", item="ramdocs::q9") for r in records[:2]]
+    rows = bench.detection_rows(records + ramdocs_rank)
+    assert [(row["dataset"], row["subset"]) for row in rows] == [
+        ("kre_conflict_rank", "all"), ("kre_conflict_rank", "MuSiQue items"),
+        ("kre_conflict_rank", "SQuAD items"), ("ramdocs_rank", "all"),
+        (bench.ALL_SETS, "all")]
 
 
 def test_ambiguity_takes_limit_items_per_class_the_classes_alternating(tmp_path,
