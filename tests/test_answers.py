@@ -164,3 +164,121 @@ def test_smart_em_reads_digits_before_a_scale_word_as_one_number():
     assert M.smart_em("ten million", ["10 million"])
     assert M.smart_em("200", ["2 hundred"])
     assert not M.smart_em("5 million", ["one million"])
+
+
+# ---------------------------------------------------------------- decimal points, by value
+
+def test_containment_keeps_the_decimal_point() -> None:
+    assert not M.containment("about 15 million people", ["1.5 million"])
+    assert M.containment("about 1.5 million people", ["1.5 million"])
+    assert not M.containment("1.5", ["5"])
+
+
+@pytest.mark.parametrize("prediction, golds, expected", [
+    ("8849 m", ["8,849 metres"], True),
+    ("about 15 million people", ["1.5 million"], False),
+    ("It opened in May 1887.", ["1887"], True),
+    ("It opened in 1887.", ["May 1887"], True),
+    ("It opened in 1921.", ["1887"], False),
+    ("The temperature was 53.6 °F.", ["12 °C"], True),
+    ("Paris", ["Paris"], True),  # no quantity: containment
+    ("3/4 of them", ["34"], False),
+])
+def test_numeric_containment(prediction, golds, expected) -> None:
+    assert M.numeric_containment(prediction, golds) is expected
+
+
+def test_attack_success_by_value() -> None:
+    assert M.attack_success("It is 5200 m high.", "5,200 metres")
+    assert not M.attack_success("It is 8849 m high.", "5,200 metres")
+
+
+# ---------------------------------------------------------------- the answer equivalence
+
+A, D, C = M.Agreement.AGREE, M.Agreement.DISAGREE, M.Agreement.CANNOT_TELL
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("8,849 metres above sea level", "5,200 metres above sea level", D),
+    ("8,849 metres above sea level", "8849 m", A),
+    ("1887", "1921", D), ("May 1887", "1887", A), ("May 1887", "June 1887", D),
+    ("about 15 million people", "1.5 million", D), ("3/4", "34", D),
+    ("12 °C", "12 degrees Celsius", A), ("12 °C", "53.6 °F", A),
+    ("1900 to 1904", "1900-1904", A), ("1900 to 1904", "1902", C), ("1900 to 1904", "1910", D),
+    ("twelve", "12", A), ("1.5 million", "1,500,000", A), ("12%", "12 per cent", A),
+    ("Louis XIV in 1715", "1715", A), ("12 people", "12 players", C),
+    ("a few", "3", C), ("several hundred", "300", C), ("a few", "a few", C),
+    ("Neil Armstrong", "Armstrong", A), ("Barack Obama", "Michelle Obama", D),
+    ("Paris", "London", D), ("University of Chicago Press", "University of Chicago", A),
+    ("yes", "No, it was not.", D), ("True", "yes", A), ("", "Paris", C),
+    ("The tower is 330 m tall and was built in 1889", "330 metres", A),
+    ("built in 1889, 300 m tall", "330 m", D),
+])
+def test_compare_answers(a, b, expected) -> None:
+    assert M.compare_answers(a, b) is expected
+    assert M.compare_answers(b, a) is expected
+    assert M.same_answer(a, b) is (expected is A)
+
+
+_WORDS = st.sampled_from(["metres", "people", "above", "sea", "level", "the", "tower", "is",
+                          "high", "km", "about", "in", "kg", "around", "total", "Danish", "krone",
+                          "°C", "%", "population", "was", "built", "miles", "estimated"])
+_CONTEXT = st.lists(_WORDS, max_size=4).map(" ".join)
+
+
+def _formats(value: float) -> st.SearchStrategy[str]:
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    grouped = f"{value:,.2f}".rstrip("0").rstrip(".")
+    return st.sampled_from([text, grouped])
+
+
+_NUMBERS = st.integers(-10**7, 10**7).map(lambda n: n / 100)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NUMBERS, _NUMBERS, _CONTEXT, _CONTEXT, st.data())
+def test_a_number_never_equals_a_different_number_whatever_the_words(
+        x, y, before, after, data) -> None:
+    if x == y:
+        return
+    a = f"{before} {data.draw(_formats(x))} {after}"
+    b = f"{before} {data.draw(_formats(y))} {after}"
+    assert M.compare_answers(a, b) is D, (a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NUMBERS, _CONTEXT, _CONTEXT, st.data())
+def test_formatting_variants_of_a_number_agree(x, before, after, data) -> None:
+    a = f"{before} {data.draw(_formats(x))} {after}"
+    b = f"{before} {data.draw(_formats(x))} {after}"
+    assert M.compare_answers(a, b) is A, (a, b)
+
+
+_ANSWERS = st.one_of(
+    st.text(max_size=30),
+    st.builds(lambda n, w: f"{n} {w}", _NUMBERS, _CONTEXT),
+    st.sampled_from(["May 1887", "1887", "June 5, 1990", "1990-06-05", "12 °C", "53.6 °F",
+                     "a few", "several hundred", "1900 to 1904", "1902", "yes", "no",
+                     "Paris", "twelve", "12", "3/4", "1880s", "19th century"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ANSWERS, _ANSWERS)
+def test_the_equivalence_is_symmetric_and_total(a, b) -> None:
+    assert M.compare_answers(a, b) is M.compare_answers(b, a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-5, 5).map(lambda n: n * 10 + 1), st.sampled_from([
+    "a few", "several hundred", "dozens", "many", "some hundreds"]))
+def test_a_vague_amount_never_agrees_with_a_number(n, vague) -> None:
+    assert M.compare_answers(vague, str(n)) is not A
+    assert M.compare_answers(vague, vague) is not A
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1000, 2099), st.integers(1, 12), st.integers(1, 28))
+def test_a_year_agrees_with_a_full_date_in_that_year_and_no_other(year, month, day) -> None:
+    full = f"{year}-{month:02d}-{day:02d}"
+    assert M.compare_answers(str(year), full) is A
+    assert M.compare_answers(str(year + 1), full) is D

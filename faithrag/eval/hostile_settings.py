@@ -41,6 +41,10 @@ poisonedrag (PoisonedRAG targeted attack texts)
     finds unrelated passages. Default: k = 5, all five poisoned passages at ranks 0-4 (the
     PoisonedRAG threat model: the top-5 is the attacker's).
 
+numeric (faithrag.eval.numeric_setting)
+    Questions whose gold answer is a number or a date (KRE-SQuAD, RAMDocs); the poison changes
+    only the value. Scored by value: `metric` is "numeric_containment". Default: k = 3.
+
 A question text that occurs twice in a set keeps its first item (poison is looked up by the
 query text); the count dropped is in `notes`.
 """
@@ -54,11 +58,12 @@ from typing import Any
 from faithrag.answers import containment, normalize_answer
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import ContextDoc, Dataset, QAItem, load_dataset
+from faithrag.eval.numeric_setting import build_numeric
 from faithrag.types import Passage
 
-SETTINGS = ("kre_musique", "kre_squad", "ramdocs", "poisonedrag")
+SETTINGS = ("kre_musique", "kre_squad", "ramdocs", "poisonedrag", "numeric")
 SETTING_VERSION = "1"  # bump when a builder changes what it produces
-DEFAULT_K = {"kre_musique": 2, "kre_squad": 2, "ramdocs": 5, "poisonedrag": 5}
+DEFAULT_K = {"kre_musique": 2, "kre_squad": 2, "ramdocs": 5, "poisonedrag": 5, "numeric": 3}
 POISONEDRAG_SOURCES = ("hotpotqa_distractor", "cofaithfulqa_nq", "cofaithfulqa_hotpotqa")
 
 
@@ -70,6 +75,7 @@ class HostileSetting:
     trusted: list[Passage]  # documents of the trusted knowledge base (not chunked)
     k: int
     notes: dict[str, Any] = field(default_factory=dict)
+    metric: str = "containment"  # what "correct" means: a faithrag.eval.runner metric
 
     def targets(self, item: QAItem) -> list[str]:
         return list(item.meta.get("target_incorrect_answer") or [])
@@ -77,7 +83,7 @@ class HostileSetting:
 
 def build_setting(name: str, data_dir: str | None = None) -> HostileSetting:
     builders = {"kre_musique": _kre, "kre_squad": _kre, "ramdocs": _ramdocs,
-                "poisonedrag": _poisonedrag}
+                "poisonedrag": _poisonedrag, "numeric": _numeric}
     if name not in builders:
         raise ConfigError(f"Unknown hostile setting '{name}'.",
                           f"Choose one of {', '.join(SETTINGS)}.")
@@ -185,3 +191,10 @@ def _poisonedrag(name: str, data_dir: str | None) -> HostileSetting:
     notes = {"kb_source_context": len(evidence), "kb_source_answer_card":
              len(source.items) - len(evidence), "context_from": by_source}
     return _assemble(name, [source, *others], rows, trusted, notes)
+
+
+def _numeric(name: str, data_dir: str | None) -> HostileSetting:
+    sources, rows, trusted, notes = build_numeric(data_dir)
+    setting = _assemble(name, sources, rows, trusted, notes)
+    setting.metric = "numeric_containment"
+    return setting

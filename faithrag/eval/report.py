@@ -22,8 +22,8 @@ A run directory holds two files written by the runner.
                                         # skipped: no form of the item the method can answer
      "error": str | null,
      "prompt_tokens": int, "completion_tokens": int, "seconds": float,
-     "metrics": {"containment": 0|1, "em": 0|1, "f1": float, "smart_em": 0|1,
-                 "attack_success": 0|1, "ndcg@1": float | null, "contrary@1": float | null, ...},
+     "metrics": {"containment": 0|1, "numeric_containment": 0|1, "em": 0|1, "f1": float,
+                 "smart_em": 0|1, "attack_success": 0|1, "ndcg@1": float | null, "contrary@1": float | null, ...},
      "trace": {...Trace.summary()...}, "extra": {...}}
 
 Reading rules: a line that is not a JSON object with an "id" (e.g. a line cut short by a crash) is
@@ -97,7 +97,7 @@ DISTRACTORS_PLOT = "distractors.png"
 RUN_DIR_HINT = "a run directory holds manifest.json and results.jsonl, as written by faithrag eval"
 
 # Metric columns shown first, in this order; any other metric follows alphabetically.
-_METRIC_ORDER = ["containment", "em", "f1", "smart_em", "attack_success",
+_METRIC_ORDER = ["containment", "numeric_containment", "em", "f1", "smart_em", "attack_success",
                  "ndcg@1", "ndcg@5", "ndcg@10", "contrary@1", "contrary@5", "contrary@10"]
 
 

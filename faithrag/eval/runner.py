@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from faithrag import registry
-from faithrag.answers import attack_success, containment, exact_match, f1_score, smart_em
+from faithrag.answers import (
+    attack_success,
+    containment,
+    exact_match,
+    f1_score,
+    numeric_containment,
+    smart_em,
+)
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.eval.datasets import Dataset, QAItem, golden_version, load_dataset, two_way_choices
@@ -41,7 +48,7 @@ from faithrag.types import Passage, Question, Trace
 
 T = TypeVar("T")
 
-FREE_FORM_METRICS = ("containment", "smart_em", "em")
+FREE_FORM_METRICS = ("containment", "numeric_containment", "smart_em", "em")
 
 
 @dataclass
@@ -124,6 +131,7 @@ def score_item(prepared: Prepared, prediction: str, choice_index: int | None,
     golds = item.answers
     values = {
         "containment": int(containment(prediction, golds)),
+        "numeric_containment": int(numeric_containment(prediction, golds)),
         "smart_em": int(smart_em(prediction, golds)),
         "em": int(exact_match(prediction, golds)),
         "f1": f1_score(prediction, golds),

@@ -24,9 +24,14 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      (CONTRADICTED / CONSISTENT / UNRELATED) and a 0-1 score: the paper's form. The score
      counts only when the verdict is readable and on the same side of the threshold
      (CONTRADICTED at or above it, the others below); otherwise the claim is unreadable.
-   - "qa" (default): the LLM answers the question with a phrase copied from the anti-context;
-     the score is 1 - the agreement between that reference answer and the draft (1 when one
-     contains the other, else their token F1). The claim only retrieves the anti-context: it
+   - "qa" (default): the LLM answers the question with a phrase copied from the anti-context,
+     and that reference answer is compared with the draft by faithrag.answers.compare_answers
+     (numbers, dates and units by value): DISAGREE is CONTRADICTED (score 1), AGREE is
+     CONSISTENT (score 0), CANNOT_TELL is reported as such (verdict CANNOT_TELL, no score: the
+     claim is neither contradicted nor confirmed, and not counted as unreadable); so
+     "8,849 metres" against a reference "5,200 metres" is contradicted, however many words the
+     two share. `contradiction_threshold` applies to the judge mode. The claim only retrieves
+     the anti-context: it
      restates the question, so on "Was X born before Y?" it names both candidates and would
      contain any reference answer. A reference answer that is not in the anti-context (less
      than half of its words occur there) is the model's memory, not the knowledge base, and a
@@ -44,7 +49,9 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    passages, so the paper's repair asks the same question of the same passages again.
    Otherwise FALLBACK when relevance <
    relevance_threshold and the draft is UNSUPPORTED, unless the trusted knowledge base
-   confirmed every claim (all CONSISTENT; `fallback_when_confirmed = true` restores the
+   confirmed every claim (all CONSISTENT: a claim is confirmed only when the trusted
+   passages' answer agrees with the draft, never because no contradiction was found;
+   `fallback_when_confirmed = true` restores the
    paper's rule, which ignores the confirmation): the answer is redone without the retrieved
    passages. Otherwise PASS: the draft stands. Why: FALLBACK answers from the model's memory,
    a weaker basis than a draft the trusted passages agree with.
@@ -90,12 +97,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from faithrag.answers import containment, f1_score, normalize_answer
+from faithrag.answers import Agreement, compare_answers, containment, normalize_answer, same_answer
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.llm.framing import neutralise_tags
-from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import (
     DATA_NOT_INSTRUCTIONS,
     fit,
@@ -144,6 +150,7 @@ JUDGEMENTS = ("needed", "all")
 RELEVANCE_LABELS = ("RELEVANT", "SUSPICIOUS", "IRRELEVANT")
 SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "UNSUPPORTED")
 VERDICT_LABELS = ("CONTRADICTED", "CONSISTENT", "UNRELATED")
+CANNOT_TELL = "CANNOT_TELL"  # qa mode: the reference answer neither agrees nor disagrees
 
 REFLECT_SYSTEM = ("You audit the evidence a question-answering system retrieved. "
                   + DATA_NOT_INSTRUCTIONS)
@@ -204,8 +211,9 @@ class Reflection:
 class ClaimCheck:
     claim: str
     evidence: list[Passage]  # the anti-context, from the trusted knowledge base
-    verdict: str | None = None
-    score: float | None = None  # contradiction in [0, 1]; None when unreadable or unchecked
+    verdict: str | None = None  # a VERDICT_LABELS label, or CANNOT_TELL (qa mode)
+    score: float | None = None  # contradiction in [0, 1]; None when unreadable, unchecked or
+    # CANNOT_TELL
     reference: str | None = None  # qa mode: the answer the anti-context gives
     raw: str = ""
 
@@ -466,6 +474,11 @@ class AntiSycophancyVerifier:
                 if not check.evidence:
                     step.warnings.append(f"claim {i}: the trusted knowledge base returned "
                                          "nothing; not checked")
+                elif check.verdict == CANNOT_TELL:
+                    step.warnings.append(
+                        f"claim {i}: the trusted passages' answer ({check.reference}) cannot be "
+                        "told to agree or disagree with the draft: neither contradicted nor "
+                        "confirmed")
                 elif check.score is None:
                     _unreadable(step, unreadable, f"claim {i} contradiction")
             step.outputs = {"checks": [c.as_dict() for c in checks],
@@ -508,10 +521,13 @@ class AntiSycophancyVerifier:
         if reference.not_stated or not _grounded(reference.text, check.evidence):
             check.verdict, check.score = "UNRELATED", 0.0
             return
-        agrees = containment(draft, [reference.text]) or containment(reference.text, [draft])
-        check.score = 0.0 if agrees else round(1.0 - f1_score(reference.text, [draft]), 4)
-        check.verdict = ("CONTRADICTED" if check.score >= self.contradiction_threshold
-                         else "CONSISTENT")
+        agreement = compare_answers(reference.text, draft)
+        if agreement is Agreement.AGREE:
+            check.verdict, check.score = "CONSISTENT", 0.0
+        elif agreement is Agreement.DISAGREE:
+            check.verdict, check.score = "CONTRADICTED", 1.0
+        else:
+            check.verdict = CANNOT_TELL
 
     # ----- phase 4: decision -----
 
@@ -687,15 +703,18 @@ def _grounded(answer: str, evidence: list[Passage]) -> bool:
 
 
 def _contradiction_summary(checks: list[ClaimCheck], threshold: float) -> str:
-    """Why no claim triggered REPAIR: the highest score, or why no claim has one."""
+    """Why no claim triggered REPAIR: the highest score, and the claims without one."""
     scores = [c.score for c in checks if c.score is not None]
-    if scores:
-        return f"no claim contradicted (max {max(scores):.2f} < {threshold})"
     unchecked = sum(not c.evidence for c in checks)
-    why = [f"{unchecked} of {len(checks)} without a trusted passage"] if unchecked else []
-    if len(checks) > unchecked:
-        why.append(f"{len(checks) - unchecked} of {len(checks)} unreadable")
-    return "no claim scored" + (f" ({', '.join(why)})" if why else "")
+    undecided = sum(c.verdict == CANNOT_TELL for c in checks)
+    unread = len(checks) - len(scores) - unchecked - undecided
+    why = [f"{n} of {len(checks)} {what}" for n, what in (
+        (unchecked, "without a trusted passage"),
+        (undecided, "cannot tell (the trusted answer neither agrees nor disagrees)"),
+        (unread, "unreadable")) if n]
+    head = (f"no claim contradicted (max {max(scores):.2f} < {threshold})" if scores
+            else "no claim scored")
+    return head + (f" ({', '.join(why)})" if why else "")
 
 
 def _fmt(value: float | None) -> str:

@@ -33,8 +33,8 @@ cut at its token budget is unreadable. For multiple choice the answer must name 
 option (`match_choice`), else it is unreadable. A free-form reading must come from its passage
 (`grounded`: at least half of its words occur there, or it is a yes/no answer); otherwise it is
 the model's memory and counts as no answer (status "ungrounded").
-Two answers are the same when smart EM matches them in either direction (multiple choice: the
-same option). Passages are grouped by their answer, in passage order; the context's answer is
+Two answers are the same when faithrag.answers.compare_answers says they agree (multiple
+choice: the same option): "1887" and "May 1887" are one answer, "8,849 m" and "5,200 m" two. Passages are grouped by their answer, in passage order; the context's answer is
 the largest group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
@@ -77,9 +77,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from faithrag.answers import canonical_answer, normalize_answer, yes_no_polarity
+from faithrag.answers import canonical_answer, normalize_answer, same_answer, yes_no_polarity
 from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
-from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import (
     fit,
     generate,

@@ -36,8 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from faithrag.answers import containment
-from faithrag.methods.cfrag.answers import same_answer
+from faithrag.answers import containment, same_answer
 from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
 
 QUOTE_CHARS = 240

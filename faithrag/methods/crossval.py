@@ -67,11 +67,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from faithrag.answers import same_answer
 from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.base import RemovedPassage, RerankResult
-from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
 from faithrag.methods.conflicts import passages_side
 from faithrag.methods.judgements import parse_reference_answer

@@ -527,3 +527,58 @@ def test_the_reflection_restores_the_draft_reading_on_the_embedded_model(tiny_gg
         llm.close()
     assert raw[0] == raw[1]
     assert evaluated[0] <= evaluated[1] - passages_tokens
+
+
+# ------------------------------------------------------------------ quantities
+
+EVEREST_KB = [Passage("kb-everest", "Mount Everest stands 8,849 metres above sea level.",
+                      "Everest")]
+EVEREST = Question("How high is Mount Everest?")
+EVEREST_POISON = [Passage("p1", "Mount Everest is 5,200 metres above sea level.", "Peaks"),
+                  Passage("p2", "Everest: 5,200 metres above sea level.", "Peaks")]
+
+
+def everest(contradiction, **kwargs):
+    llm = Scripted(replies(answer="5,200 metres above sea level", contradiction=contradiction,
+                           repair="8,849 metres above sea level", **kwargs))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(EVEREST_KB), judge_tokens=64)
+    trace = Trace()
+    answer = stage.verify(EVEREST, EVEREST_POISON, Answer("5,200 metres above sea level"),
+                          trace)
+    return answer, trace
+
+
+def test_a_poisoned_number_that_shares_its_unit_words_is_contradicted_and_repaired():
+    answer, trace = everest("ANSWER: 8,849 metres above sea level")
+    check = answer.meta["claims"][0]
+    assert (check["verdict"], check["score"]) == ("CONTRADICTED", 1.0)
+    assert answer.meta["decision"] == "REPAIR"
+    assert answer.text == "8,849 metres above sea level"
+    assert next((c.kind, c.status) for c in trace.checks) == (
+        "contradicted_by_trusted_kb", "conflict")
+
+
+def test_the_same_quantity_in_another_form_confirms_the_draft():
+    llm = Scripted(replies(answer="8,849 m", contradiction="ANSWER: 8849 metres"))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(EVEREST_KB), judge_tokens=64)
+    answer = stage.verify(EVEREST, [EVEREST_KB[0]], Answer("8,849 m"), Trace())
+    assert answer.meta["claims"][0]["verdict"] == "CONSISTENT"
+    assert answer.meta["decision"] == "PASS" and "confirmed" in answer.meta["reasons"][0]
+
+
+def test_a_reference_that_cannot_be_compared_confirms_nothing_and_is_reported_as_such():
+    # "several thousand metres" is no value: neither a contradiction nor a confirmation
+    kb = [Passage("kb-vague", "Mount Everest rises several thousand metres above the sea.",
+                  "Everest")]
+    llm = Scripted(replies(answer="5,200 metres", contradiction="ANSWER: several thousand metres"))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(kb), judge_tokens=64)
+    trace = Trace()
+    answer = stage.verify(EVEREST, EVEREST_POISON, Answer("5,200 metres"), trace)
+    check = answer.meta["claims"][0]
+    assert (check["verdict"], check["score"]) == ("CANNOT_TELL", None)
+    assert answer.meta["decision"] == "PASS" and answer.meta["unparsable"] == 0
+    assert "confirmed" not in answer.meta["reasons"][0]
+    assert "cannot tell" in answer.meta["reasons"][0]
+    assert "relevance" in llm.batches[-1]  # not confirmed: the reflection is asked
+    assert ("contradicted_by_trusted_kb", "could_not_tell") in [
+        (c.kind, c.status) for c in trace.checks]

@@ -1,10 +1,10 @@
-"""When two short answers are the same answer, and when a question really changed."""
+"""When a question really changed (its content words)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from faithrag.answers import normalize_answer, smart_em
+from faithrag.answers import normalize_answer
 
 # Words that do not change what a question asks for (question words, auxiliaries, articles...).
 FUNCTION_WORDS = frozenset({
@@ -12,11 +12,6 @@ FUNCTION_WORDS = frozenset({
     "is", "are", "was", "were", "be", "been", "do", "does", "did", "what", "which", "who",
     "whom", "whose", "when", "where", "why", "how", "that", "this", "these", "those", "it",
     "its", "as"})
-
-
-def same_answer(a: str, b: str) -> bool:
-    """Smart EM in either direction ("Armstrong" = "Neil Armstrong", "two" = "2")."""
-    return smart_em(a, [b]) or smart_em(b, [a])
 
 
 def content_words(text: str) -> Counter[str]:

@@ -62,12 +62,12 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from faithrag.answers import same_answer
 from faithrag.config import CFRAGConfig, Config
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Retriever
 from faithrag.methods.cfrag import counterfactuals as cf
 from faithrag.methods.cfrag import scoring
-from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.cfrag.clustering import spectral_clusters
 from faithrag.methods.cfrag.dialectical import EvidencePool, dialectical_retrieval
 from faithrag.methods.cfrag.drafting import draft_request, synthesis_request

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from faithrag.answers import same_answer
 from faithrag.llm.base import GenerationRequest, Message
-from faithrag.methods.cfrag.answers import changes_content, same_answer
+from faithrag.methods.cfrag.answers import changes_content
 from faithrag.methods.cfrag.parsing import TYPES, CounterfactualList
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.schemas import counterfactual_grammar, short_answer_grammar
