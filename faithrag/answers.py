@@ -386,7 +386,7 @@ def compare_answers(a: str, b: str) -> Agreement:
             return verdict
         return _compare_remainders(remainder(a), remainder(b))
     vague_a, vague_b = vague(a), vague(b)
-    if (vague_a or vague_b) and (qa or qb or (vague_a and vague_b)):
+    if (qa and vague_b) or (qb and vague_a) or (vague_a and vague_b and not (qa or qb)):
         return Agreement.CANNOT_TELL
     return _compare_entities(a, b)
 

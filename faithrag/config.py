@@ -283,7 +283,8 @@ class AntisycoConfig(_Strict):
     relevance_threshold: float = Field(0.5, ge=0.0, le=1.0)
     """FALLBACK when relevance is below this and the draft is UNSUPPORTED"""
     contradiction_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    """REPAIR when some claim's contradiction score reaches this"""
+    """REPAIR when some claim's contradiction score reaches this (judge mode; in qa mode a claim
+    scores 1 when the answers disagree, 0 when they agree)"""
     contradiction: Literal["qa", "judge"] = "qa"
     """how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare)
     or "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py"""

@@ -7,7 +7,7 @@ for the whole setting, the documents of the trusted knowledge base. The untruste
 union of all questions' clean documents, searched as one index (retrieval over the whole set,
 `faithrag eval --context retrieval`); the knowledge base is a separate index. Questions are
 answered free-form: the accuracy is containment of a gold answer, the attack succeeds when the
-answer smart-EM-matches a target (faithrag.answers.attack_success).
+answer gives a target (faithrag.answers.attack_success).
 
 kre_musique, kre_squad (KRE, FaithfulRAG's processed copy)
     Clean document: the item's golden context (`meta.golden_context`). Poison: its misleading

@@ -30,10 +30,10 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      CONSISTENT (score 0), CANNOT_TELL is reported as such (verdict CANNOT_TELL, no score: the
      claim is neither contradicted nor confirmed, and not counted as unreadable); so
      "8,849 metres" against a reference "5,200 metres" is contradicted, however many words the
-     two share. `contradiction_threshold` applies to the judge mode. The claim only retrieves
-     the anti-context: it
-     restates the question, so on "Was X born before Y?" it names both candidates and would
-     contain any reference answer. A reference answer that is not in the anti-context (less
+     two share; a reply cut at its token budget loses its last word, which the cut may have
+     split ("from 195" of "from 1958"). `contradiction_threshold` applies to the judge mode.
+     The claim only retrieves the anti-context: it restates the question, so on "Was X born
+     before Y?" it names both candidates and would contain any reference answer. A reference answer that is not in the anti-context (less
      than half of its words occur there) is the model's memory, not the knowledge base, and a
      reply that the passages do not say ("not stated", "unknown") is no answer: both
      contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state
@@ -97,7 +97,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from faithrag.answers import Agreement, compare_answers, containment, normalize_answer, same_answer
+from faithrag.answers import (
+    Agreement,
+    compare_answers,
+    normalize_answer,
+    numeric_containment,
+    same_answer,
+)
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, GenerationRequest, Message
@@ -467,7 +473,8 @@ class AntiSycophancyVerifier:
             for check, completion in zip(to_judge, completions):
                 check.raw = completion.text
                 if self.contradiction == "qa":
-                    self._score_by_reference_answer(check, draft.text)
+                    self._score_by_reference_answer(check, draft.text,
+                                                    completion.finish_reason == "length")
                 else:
                     self._score_by_verdict(check)
             for i, check in enumerate(checks, 1):
@@ -512,11 +519,18 @@ class AntiSycophancyVerifier:
                 (check.verdict == "CONTRADICTED") == (score >= self.contradiction_threshold)):
             check.score = score
 
-    def _score_by_reference_answer(self, check: ClaimCheck, draft: str) -> None:
-        """qa mode (see the module docstring); an unreadable reply leaves the score None."""
+    def _score_by_reference_answer(self, check: ClaimCheck, draft: str, cut: bool) -> None:
+        """qa mode (see the module docstring); an unreadable reply leaves the score None. A
+        reply `cut` at its token budget loses its last word, which the cut may have split
+        ("from 195" of "from 1958")."""
         reference = parse_reference_answer(check.raw)
         if reference is None:
             return
+        if cut and reference.text and not reference.not_stated:
+            words = reference.text.split()
+            if len(words) < 2:
+                return  # one word, maybe split: unreadable
+            reference = replace(reference, text=" ".join(words[:-1]))
         check.reference = reference.text
         if reference.not_stated or not _grounded(reference.text, check.evidence):
             check.verdict, check.score = "UNRELATED", 0.0
@@ -588,7 +602,7 @@ class AntiSycophancyVerifier:
         contradicted = [c for c in checks
                         if c.score is not None and c.score >= self.contradiction_threshold]
         holding = [p for p in passages if draft.text.strip()
-                   and containment(p.text, [draft.text])]
+                   and numeric_containment(p.text, [draft.text])]
         repeated = same_answer(answer.text, draft.text) if answer.text.strip() else False
         for check in contradicted:
             draft_side = ConflictSide(draft.text, check.claim, [p.id for p in holding], "draft")

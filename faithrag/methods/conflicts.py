@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from faithrag.answers import containment, same_answer
+from faithrag.answers import numeric_containment, same_answer
 from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
 
 QUOTE_CHARS = 240
@@ -51,10 +51,12 @@ def _cut(text: str, limit: int) -> str:
 
 
 def excerpt(text: str, answer: str = "", limit: int = QUOTE_CHARS) -> str:
-    """The sentence of `text` that holds `answer` (whole tokens), else the start of `text`, with
+    """The sentence of `text` that holds `answer` (whole tokens, or its quantities by value:
+    faithrag.answers.numeric_containment), else the start of `text`, with
     runs of whitespace made single spaces, cut to `limit` characters with an ellipsis."""
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()] or [text.strip()]
-    chosen = next((s for s in sentences if answer and containment(s, [answer])), sentences[0])
+    chosen = next((s for s in sentences if answer and numeric_containment(s, [answer])),
+                  sentences[0])
     return _cut(" ".join(chosen.split()), limit)
 
 

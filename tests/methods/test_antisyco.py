@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -582,3 +583,19 @@ def test_a_reference_that_cannot_be_compared_confirms_nothing_and_is_reported_as
     assert "relevance" in llm.batches[-1]  # not confirmed: the reflection is asked
     assert ("contradicted_by_trusted_kb", "could_not_tell") in [
         (c.kind, c.status) for c in trace.checks]
+
+
+def test_a_reference_cut_at_its_budget_loses_its_last_word():
+    class Cut(Scripted):
+        def generate(self, requests):
+            completions = super().generate(requests)
+            return [replace(c, finish_reason="length") if r.purpose == "contradiction" else c
+                    for r, c in zip(requests, completions)]
+    draft = "It has 8,849 metres and 1958 steps"
+    kb = [Passage("kb-steps", "It has 8,849 metres and 1958 steps.", "Everest")]
+    llm = Cut(replies(answer=draft, contradiction="ANSWER: It has 8,849 metres and 195"))
+    stage = AntiSycophancyVerifier(llm, InMemoryRetriever(kb), judge_tokens=64)
+    answer = stage.verify(EVEREST, kb, Answer(draft), Trace())
+    check = answer.meta["claims"][0]
+    assert check["reference"] == "It has 8,849 metres and"
+    assert check["verdict"] == "CONSISTENT" and answer.meta["decision"] == "PASS"

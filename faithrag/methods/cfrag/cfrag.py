@@ -16,7 +16,8 @@
 Where this departs from the paper, and why (the public CF-RAG code is not followed: it uses
 KMeans, a mean instead of the max over counterfactuals, sequential drafts and is missing modules):
 - "The answer differs" is checked without extra calls: the counterfactual call also writes the
-  model's short closed-book answer to the question and to each variant, compared by smart EM;
+  model's short closed-book answer to the question and to each variant, compared by
+  faithrag.answers.same_answer;
   when either is unknown, the variant must change a content word (counterfactuals.py).
 - Counterfactuals come from six short requests in one batched call (the closed-book answer, then
   one variant per type, each with two worked examples as earlier chat turns) rather than one

@@ -8,7 +8,7 @@ for the whole list at once). A variant is kept only when
 - its embedding similarity to the question is above the threshold (default 0.7): it stays a
   near miss of the question, and
 - its answer differs. Checked cheaply, with no extra call: the two closed-book answers written
-  in the same batch are compared with smart EM in both directions. When either answer is
+  in the same batch are compared with faithrag.answers.same_answer. When either answer is
   missing or "unknown", the check falls back to a lexical one — the variant must change at least
   one content word of the question (a paraphrase asks for the same thing).
 Selection is adaptive: the kept variants are ranked by similarity and the top N are taken, one
