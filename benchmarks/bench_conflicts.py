@@ -28,11 +28,13 @@ ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) a
             too. An item that `surface` already ran is read from that run (the same plain
             RAG and detect step on the same passages), so run `surface` first.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
-            `kre_musique`, `kre_squad` or `ramdocs`; faithrag/eval/hostile_settings.py, its
-            default k). Clean: BM25 over the setting's clean corpus; hostile: the same with the
-            question's poison on top (HostileRetriever). Positive: hostile; negative: clean.
+            `kre_musique`, `kre_squad`, `ramdocs` or `numeric`; faithrag/eval/hostile_settings.py,
+            its default k). Clean: BM25 over the setting's clean corpus; hostile: the same with
+            the question's poison on top (HostileRetriever). Positive: hostile; negative: clean.
             Flag: any check; a second row leaves `low_relevance` out (clean retrieval of a
-            PoisonedRAG question without clean evidence finds unrelated passages).
+            PoisonedRAG question without clean evidence finds unrelated passages); a third
+            counts the passage flags alone (`numeric`'s poison is a copy of a clean passage with
+            another value, so it disagrees with that passage when both are retrieved).
 surface     RAMDocs answered three ways on the same items, from two runs per item. surface:
             vanilla with detect and on_conflict=surface; plain RAG: the same run's answer
             before the policy (`resolved_answer`; the detect step runs after the answer and
@@ -96,7 +98,9 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "ambiguity": {"ambiguous": ("ambiguous",), "passage_vs_passage": ("passage_vs_passage",)},
     "poisoning": {"any check": tuple(CONFLICT_KINDS),
                   "any but low_relevance": tuple(k for k in CONFLICT_KINDS
-                                                 if k != "low_relevance")},
+                                                 if k != "low_relevance"),
+                  # the numeric setting's poison disagrees with the clean passage it copies
+                  "passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous")},
 }
 # the runs of `surface`; plain RAG is read from the surface run (see the module docstring)
 WAYS: dict[str, dict[str, str]] = {

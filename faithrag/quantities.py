@@ -160,11 +160,12 @@ _FULL_MONTH_RE = _alternation(list(_MONTHS))
 _D = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _Y = r"(?P<year>\d{3,4})(?:\s*(?P<era>bce|bc|ce|ad)\b)?"
 _M = rf"(?P<month>{_MONTH_RE})\.?"
+_COMMA = r"(?:\s*,\s*|\s+)"  # "March 18, 2018", "March 18 , 2018", "March 18 2018"
 _DATE_PATTERNS = [
     re.compile(r"(?<![\w.])(?P<year>\d{4})-(?P<mnum>[01]?\d)-(?P<day>[0-3]?\d)(?![\w])"),
-    re.compile(rf"\b{_D}\s+(?:of\s+)?{_M},?\s+{_Y}(?!\d)"),
-    re.compile(rf"\b{_M}\s+{_D},?\s+{_Y}(?!\d)"),
-    re.compile(rf"\b{_M},?\s+(?:of\s+)?{_Y}(?!\d)"),
+    re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}{_COMMA}{_Y}(?!\d)"),
+    re.compile(rf"\b{_M}\s+{_D}{_COMMA}{_Y}(?!\d)"),
+    re.compile(rf"\b{_M}{_COMMA}(?:of\s+)?{_Y}(?!\d)"),
     re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}(?![\w])"),
     re.compile(rf"\b{_M}\s+{_D}(?![\w])"),
 ]
@@ -198,7 +199,7 @@ _HALF_SCALE = re.compile(rf"\bhalf\s+a\s+(?P<scale>{_alternation(['thousand', 'm
 _ORDINAL_WORD = re.compile(rf"\b(?P<word>{_ORDINAL_WORD_RE})\b")
 
 _VAGUE_BEFORE = re.compile(r"\b(?:several|few|many)\s*$")  # "several hundred" has no value
-_RANGE_JOIN = re.compile(r"^\s*(?:-|–|—|to|until|till|through|thru|and)\s*$")
+_RANGE_JOIN = re.compile(r"^\s*(?:-{1,2}|–|—|to|until|till|through|thru|and)\s*$")
 _RANGE_OPEN = re.compile(r"(?:\b(?:between|from)\s*)$")
 
 

@@ -27,6 +27,7 @@ def test_numbers_are_read_with_their_value_and_unit(text, value, unit):
 @pytest.mark.parametrize("text, year, month, day, span", [
     ("1990-06-05", 1990, 6, 5, None), ("June 5, 1990", 1990, 6, 5, None),
     ("5th of June 1990", 1990, 6, 5, None), ("May 1887", 1887, 5, None, None),
+    ("March 18 , 2018", 2018, 3, 18, None), ("June 5,1990", 1990, 6, 5, None),
     ("25/12/1990", 1990, 12, 25, None), ("03/04/1990", 1990, None, None, None),
     ("300 BC", -300, None, None, None), ("1880s", None, None, None, (1880, 1889)),
     ("19th century", None, None, None, (1801, 1900)), ("June", None, 6, None, None),
@@ -38,7 +39,7 @@ def test_dates_are_read_with_their_precision(text, year, month, day, span):
 
 @pytest.mark.parametrize("text, low, high", [
     ("1900 to 1904", 1900, 1904), ("1900-1904", 1900, 1904), ("1900\u201304", 1900, 1904),
-    ("between 5 and 10 km", 5, 10), ("5 to 10 million", 5e6, 1e7),
+    ("between 5 and 10 km", 5, 10), ("5 to 10 million", 5e6, 1e7), ("seasons 1 -- 5", 1, 5),
 ])
 def test_ranges_are_read_with_both_ends(text, low, high):
     q = one(text)
