@@ -49,81 +49,25 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-# ---------------------------------------------------------------- units
-
-# alias -> (dimension, factor to the dimension's base unit); temperatures are handled apart
-_UNIT_TABLE: dict[str, tuple[str, float]] = {}
-_SYMBOL: dict[str, str] = {}  # alias -> the unit's first alias: "metres" -> "m"
-
-
-def _units(dimension: str, factor: float, *aliases: str) -> None:
-    for alias in aliases:
-        _UNIT_TABLE[alias] = (dimension, factor)
-        _SYMBOL[alias] = aliases[0]
-
-
-_units("length", 1e-3, "mm", "millimetre", "millimetres", "millimeter", "millimeters")
-_units("length", 1e-2, "cm", "centimetre", "centimetres", "centimeter", "centimeters")
-_units("length", 1.0, "m", "metre", "metres", "meter", "meters")
-_units("length", 1e3, "km", "kms", "kilometre", "kilometres", "kilometer", "kilometers")
-_units("length", 0.0254, "inch", "inches")  # not "in": "1887 in London"
-_units("length", 0.3048, "ft", "foot", "feet")
-_units("length", 0.9144, "yd", "yard", "yards")
-_units("length", 1609.344, "mi", "mile", "miles")
-_units("length", 1852.0, "nautical mile", "nautical miles", "nmi")
-_units("mass", 1e-3, "mg", "milligram", "milligrams", "milligramme", "milligrammes")
-_units("mass", 1.0, "g", "gram", "grams", "gramme", "grammes")
-_units("mass", 1e3, "kg", "kgs", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo",
-       "kilos")
-_units("mass", 1e6, "tonne", "tonnes", "metric ton", "metric tons")
-_units("mass", 453.59237, "lb", "lbs")
-_units("mass", 28.349523125, "oz", "ounce", "ounces")
-_units("area", 1.0, "m2", "m²", "sq m", "square metre", "square metres", "square meter",
-       "square meters")
-_units("area", 1e6, "km2", "km²", "sq km", "square kilometre", "square kilometres",
-       "square kilometer", "square kilometers")
-_units("area", 1e4, "ha", "hectare", "hectares")
-_units("area", 4046.8564224, "acre", "acres")
-_units("area", 2589988.110336, "sq mi", "square mile", "square miles", "mi2", "mi²")
-_units("area", 0.09290304, "sq ft", "square foot", "square feet", "ft2", "ft²")
-_units("time", 1.0, "s", "sec", "secs", "second", "seconds")
-_units("time", 60.0, "min", "mins", "minute", "minutes")
-_units("time", 3600.0, "h", "hr", "hrs", "hour", "hours")
-_units("time", 86400.0, "day", "days")
-_units("time", 604800.0, "week", "weeks")
-_units("time", 1209600.0, "fortnight", "fortnights")
-_units("months", 1.0, "month", "months")
-_units("years", 1.0, "year", "years", "yr", "yrs")
-_units("years", 10.0, "decade", "decades")
-_units("speed", 1.0, "m/s")
-_units("speed", 1 / 3.6, "km/h", "kmh", "kph", "kilometres per hour", "kilometers per hour")
-_units("speed", 0.44704, "mph", "miles per hour")
-_units("percent", 1.0, "%", "percent", "per cent", "pct")
-_units("currency:usd", 1.0, "dollar", "dollars", "usd")
-_units("currency:eur", 1.0, "euro", "euros", "eur")
-_units("currency:gbp", 1.0, "gbp", "pounds sterling")
-_units("currency:jpy", 1.0, "yen", "jpy")
-_TEMPERATURES = {  # alias -> scale
-    "°c": "C", "° c": "C", "c": "C", "celsius": "C", "degrees celsius": "C", "degree celsius": "C",
-    "centigrade": "C", "degrees centigrade": "C", "°f": "F", "° f": "F", "f": "F",
-    "fahrenheit": "F", "degrees fahrenheit": "F", "degree fahrenheit": "F", "kelvin": "K",
-    "kelvins": "K", "degrees kelvin": "K"}
-_CURRENCY_SIGNS = {"$": "currency:usd", "us$": "currency:usd", "€": "currency:eur",
-                   "£": "currency:gbp", "¥": "currency:jpy"}
-# bare "c" and "f" are temperatures only right after a degree sign or "degrees"
-_BARE_LETTER_UNITS = {"c", "f"}
-
-_SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
-                "bn": 1e9, "mn": 1e6, "mln": 1e6}
-_CURRENCY_SCALES = {"m": 1e6, "k": 1e3, "b": 1e9}
+from faithrag.units import (
+    BARE_LETTER_UNITS,
+    CURRENCY_SCALES,
+    CURRENCY_SIGNS,
+    SCALE_WORDS,
+    TEMPERATURES,
+    UNIT_TABLE,
+    convert,
+    convertible,
+    read_unit,
+    to_base,
+)
 
 
 def _alternation(words) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-_UNIT_RE = _alternation([u for u in _UNIT_TABLE] + [t for t in _TEMPERATURES
-                                                     if t not in _BARE_LETTER_UNITS])
+_UNIT_RE = _alternation([*UNIT_TABLE, *(t for t in TEMPERATURES if t not in BARE_LETTER_UNITS)])
 
 # ---------------------------------------------------------------- number words
 
@@ -141,7 +85,7 @@ _ORDINAL_TENS = {"twentieth": 20, "thirtieth": 30, "fortieth": 40, "fiftieth": 5
                  "sixtieth": 60, "seventieth": 70, "eightieth": 80, "ninetieth": 90,
                  "hundredth": 100}
 _NUMBER_WORD_RE = _alternation(list(_ONES) + list(_TENS) + ["hundred", "dozen"]
-                               + [w for w in _SCALE_WORDS if len(w) > 3])
+                               + [w for w in SCALE_WORDS if len(w) > 3])
 _ORDINAL_WORD_RE = _alternation(list(_ORDINAL_WORDS) + list(_ORDINAL_TENS))
 
 _VAGUE = re.compile(
@@ -187,7 +131,7 @@ _NUMBER = re.compile(
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"(?:\s*/\s*(?P<den>\d+)(?![\d/]))?"
     r"(?P<ord>st|nd|rd|th)?"
-    rf"(?:\s*(?P<scale>{_alternation(_SCALE_WORDS)})\b|(?P<curscale>[mkb])\b)?"
+    rf"(?:\s*(?P<scale>{_alternation(SCALE_WORDS)})\b|(?P<curscale>[mkb])\b)?"
     rf"(?:\s*(?P<deg>°|º|degrees?)?\s*(?P<unit>{_UNIT_RE})(?![\w²])|\s*(?P<bare>°|º)\s*"
     r"(?P<letter>[cf])\b|\s*(?P<degrees>°|º|degrees?)(?![\w]))?"
     r"(?![a-z])")  # "3D", "4G": a name, not a quantity
@@ -377,18 +321,18 @@ def _read_number(match: re.Match[str], _: str) -> Quantity | None:
         value = -value
     currency = groups["cur"] or groups["cur2"]
     unit = groups["unit"] or groups["letter"] or ("degrees" if groups["degrees"] else None)
-    scale = _SCALE_WORDS.get(groups["scale"] or "", 1.0)
+    scale = SCALE_WORDS.get(groups["scale"] or "", 1.0)
     if groups["curscale"] == "m" and not currency:
         unit = "m"  # "5m": metres, "$5m": five million dollars
     elif groups["curscale"]:
-        scale = _CURRENCY_SCALES[groups["curscale"]]
+        scale = CURRENCY_SCALES[groups["curscale"]]
     value *= scale
     decimals -= round(math.log10(scale))
     text, start, end = match.group(0).strip(), match.start(), match.end()
     if unit:
         return _with_unit(match, value, decimals, unit, scale)
     if currency:
-        dimension = _CURRENCY_SIGNS[currency]
+        dimension = CURRENCY_SIGNS[currency]
         return Quantity("number", text, start, end, value=value, unit=dimension,
                         dimension=dimension, decimals=decimals, scale=scale)
     year_like = (groups["sign"] is None and "," not in digits and "." not in digits
@@ -400,20 +344,13 @@ def _read_number(match: re.Match[str], _: str) -> Quantity | None:
 
 def _with_unit(match: re.Match[str], value: float, decimals: int, unit: str,
                scale: float = 1.0) -> Quantity:
-    unit = " ".join(unit.split())
-    if unit in _TEMPERATURES:
-        dimension = "temperature"
-        unit = _TEMPERATURES[unit]
-    elif unit == "degrees" or unit == "degree":
-        dimension, unit = "degrees", "degrees"
-    else:
-        dimension, unit = _UNIT_TABLE[unit][0], _SYMBOL[unit]
+    unit, dimension = read_unit(unit)
     return Quantity("number", match.group(0).strip(), match.start(), match.end(), value=value,
                     unit=unit, dimension=dimension, decimals=decimals, scale=scale)
 
 
 def _read_half(match: re.Match[str], _: str) -> Quantity:
-    scale = _SCALE_WORDS[match.group("scale")]
+    scale = SCALE_WORDS[match.group("scale")]
     return Quantity("number", match.group(0), match.start(), match.end(), value=scale / 2,
                     decimals=-round(math.log10(scale)))
 
@@ -429,8 +366,8 @@ def _words_value(words: list[str]) -> float | None:
             current = max(current, 1) * 100
         elif word == "dozen":
             current = max(current, 1) * 12
-        elif word in _SCALE_WORDS:
-            total += max(current, 1) * _SCALE_WORDS[word]
+        elif word in SCALE_WORDS:
+            total += max(current, 1) * SCALE_WORDS[word]
             current = 0
         else:
             return None
@@ -572,28 +509,7 @@ def _compare_dates(a: Quantity, b: Quantity) -> bool | None:
 
 
 def _base_value(q: Quantity) -> float | None:
-    if q.value is None:
-        return None
-    if q.dimension == "temperature":
-        return _to_kelvin(q.value, q.unit)
-    if q.dimension in (None, "degrees", "clock") or q.dimension.startswith("currency"):
-        return q.value
-    return q.value * _UNIT_TABLE[q.unit][1]
-
-
-def _to_kelvin(value: float, scale: str) -> float:
-    return {"C": value + 273.15, "F": (value - 32) * 5 / 9 + 273.15, "K": value}[scale]
-
-
-def _from_kelvin(kelvin: float, scale: str) -> float:
-    return {"C": kelvin - 273.15, "F": (kelvin - 273.15) * 9 / 5 + 32, "K": kelvin}[scale]
-
-
-def _convert(q: Quantity, into: Quantity) -> float:
-    """q's value in `into`'s unit (same dimension)."""
-    if q.dimension == "temperature":
-        return _from_kelvin(_to_kelvin(q.value, q.unit), into.unit)
-    return q.value * _UNIT_TABLE[q.unit][1] / _UNIT_TABLE[into.unit][1]
+    return None if q.value is None else to_base(q.value, q.unit, q.dimension)
 
 
 def _compare_numbers(a: Quantity, b: Quantity) -> bool | None:
@@ -604,8 +520,7 @@ def _compare_numbers(a: Quantity, b: Quantity) -> bool | None:
                                                                           b.dimension):
             return math.isclose(a.value, b.value, rel_tol=1e-9, abs_tol=1e-9) or None
         return None
-    if a.unit == b.unit or not a.dimension or not b.dimension or a.dimension in (
-            "degrees", "clock") or a.dimension.startswith("currency"):
+    if a.unit == b.unit or not a.dimension or not b.dimension or not convertible(a.dimension):
         return math.isclose(a.value, b.value, rel_tol=1e-9, abs_tol=1e-9)
     return _within_precision(a, b) or _within_precision(b, a)
 
@@ -613,4 +528,4 @@ def _compare_numbers(a: Quantity, b: Quantity) -> bool | None:
 def _within_precision(a: Quantity, b: Quantity) -> bool:
     """a, converted into b's unit and rounded to the precision b is written with, is b."""
     step = 0.5 * 10 ** (-b.decimals)
-    return abs(_convert(a, b) - b.value) <= step * (1 + 1e-9)
+    return abs(convert(a.value, a.unit, b.unit, a.dimension) - b.value) <= step * (1 + 1e-9)
