@@ -109,6 +109,9 @@ def dead_port():
     (["--model", "/nowhere/model.gguf"], "neither a preset"),
     (["--n-ctx", "5"], "n_ctx"),
     (["--method", "nonsense"], "Unknown method"),
+    (["--set", "csrag.alpha=nan"], "csrag.alpha': Input should be a finite number"),
+    (["--set", "csrag.beta=inf"], "csrag.beta': Input should be a finite number"),
+    (["--set", "csrag.alpha=1e308"], "csrag.alpha': Input should be less than or equal to 100"),
     (["--llm", "openai", "--base-url", f"http://127.0.0.1:{dead_port()}/v1", "--n-ctx", "512"],
      "did not answer"),
 ])
