@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from faithrag.errors import FaithragError
+from faithrag.llm.cancel import CancelToken
 from faithrag.server.ask_request import AskBody
 from faithrag.server.chat_completions import (
     ChatCompletionRequest,
@@ -155,13 +156,16 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
                                     413: {"model": ErrorBody}, 504: {"model": ErrorBody}})
     started = int(time.time())
 
-    async def in_thread(work: Callable[[float], T]) -> T:
-        """`work(deadline)` in a worker thread, abandoned (504) past the request time limit."""
+    async def in_thread(work: Callable[[float, CancelToken], T]) -> T:
+        """`work(deadline, cancel)` in a worker thread, answered 504 past the request time limit.
+        When it times out or its caller is cancelled (a streaming client has gone), `cancel`
+        is set: what is left of the run stops at its next model call."""
         seconds = service.limits.request_seconds
         deadline = time.monotonic() + seconds
+        cancel = CancelToken()
         try:
             return await asyncio.wait_for(
-                anyio.to_thread.run_sync(work, deadline, abandon_on_cancel=True), seconds)
+                anyio.to_thread.run_sync(work, deadline, cancel, abandon_on_cancel=True), seconds)
         except asyncio.TimeoutError:
             raise RequestError(504, f"The request did not finish within {seconds:g} s.",
                                "Send fewer passages or a lighter method, or restart the server "
@@ -172,6 +176,11 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
             log.exception("the pipeline failed")
             raise RequestError(500, f"{type(exc).__name__}: {exc}",
                                "The server log has the traceback.") from exc
+        finally:
+            cancel.cancel()  # a run still going (timed out, or its caller gone) stops
+
+    async def answer(body: AskBody) -> dict[str, Any]:
+        return await in_thread(lambda deadline, cancel: service.ask(body, deadline, cancel))
 
     @api.exception_handler(FaithragError)
     async def faithrag_error(request: Request, exc: FaithragError) -> JSONBody:
@@ -228,7 +237,7 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         stages met (each side with its answer, quote and passages, and what was done about
         it), `conflict_checks` every check they made, including those that found nothing or
         could not tell."""
-        return JSONBody(await in_thread(lambda deadline: service.ask(body, deadline)))
+        return JSONBody(await answer(body))
 
     @api.get("/v1/models")
     async def models() -> JSONBody:
@@ -244,14 +253,14 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         body = to_ask_body(request, service.stages)
         completion = Completion(request.model)
         if not request.stream:
-            result = await in_thread(lambda deadline: service.ask(body, deadline))
+            result = await answer(body)
             return JSONBody(completion.whole(result))
         return StreamingResponse(_stream(completion, body), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
     async def _stream(completion: Completion, body: AskBody) -> AsyncIterator[str]:
         yield completion.chunk({"role": "assistant", "content": ""})
-        task = asyncio.ensure_future(in_thread(lambda deadline: service.ask(body, deadline)))
+        task = asyncio.ensure_future(answer(body))
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=KEEP_ALIVE_SECONDS)
