@@ -131,6 +131,17 @@ def test_empty_docs_and_missing_index(tmp_path, capsys):
     assert "No index" in capsys.readouterr().err
 
 
+def test_a_damaged_index_says_how_to_rebuild_it(docs, tmp_path, capsys):
+    idx = tmp_path / "idx"
+    assert main(["index", str(docs), "--out", str(idx)]) == 0
+    (idx / "passages.jsonl").write_bytes(b"\xff\xfe not UTF-8\n")
+    capsys.readouterr()
+    assert main(["ask", "q?", "--index", str(idx), "--set", "llm.backend=fake"]) == 2
+    err = capsys.readouterr().err
+    assert "is missing or damaged" in err and f"faithrag index PATHS --out {idx} --overwrite" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.model
 def test_index_paraphrase_fills_the_cache_that_online_csrag_reuses(docs, tmp_path, capsys,
                                                                      tiny_gguf, monkeypatch):
