@@ -204,7 +204,14 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
             return error_response(405, f"{request.method} is not allowed on {request.url.path}.",
                                   f"Use {headers.get('allow', 'another method')}.", headers,
                                   request.url.path)
-        return error_response(exc.status_code, str(exc.detail), "", headers, request.url.path)
+        cause = exc.__cause__
+        if exc.status_code == 400 and isinstance(cause, ValueError):  # the body's JSON parse
+            reason = str(cause).split(";")[0]  # Python's own advice after it is for servers
+            return error_response(400, f"The request body cannot be read as JSON: {reason}.",
+                                  f"Send one JSON object in UTF-8 with numbers of ordinary size. "
+                                  f"{SCHEMA_HINT}", path=request.url.path)
+        return error_response(exc.status_code, str(exc.detail), SCHEMA_HINT, headers,
+                              request.url.path)
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONBody:  # uvicorn logs it

@@ -203,6 +203,11 @@ class GuardMiddleware:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Refused(400, f"The request body is not valid UTF-8 (byte {exc.start}).",
+                          "Send the JSON body encoded as UTF-8.") from None
         if json_depth_exceeds(body, limits.max_json_depth):
             raise Refused(400, f"The JSON body is nested deeper than {limits.max_json_depth} "
                                "levels.", "A request body is an object of flat fields; see "

@@ -202,6 +202,25 @@ def test_bad_content_length_is_a_400(start_server):
     assert status == 400
 
 
+@pytest.mark.parametrize("body, error, hint", [
+    (b'{"question": "caf\xe9?"}', "not valid UTF-8 (byte 17)", "UTF-8"),
+    (b'{"question": "q?", "k": ' + b"7" * 5000 + b"}", "integer string conversion",
+     "numbers of ordinary size"),
+    (b'{"question": "q?", "k": 1e99999}', "", "/openapi.json"),
+])
+def test_an_unreadable_body_is_a_400_with_a_hint(start_server, body, error, hint):
+    llm = FakeLLM(default="x")
+    client = start_server(llm=llm)
+    for path in ("/v1/ask", "/v1/chat/completions"):
+        reply = client.request("POST", path, body, JSON)
+        answer = reply.json()
+        error_text, hint_text = ((answer["error"]["message"], answer["error"]["hint"])
+                                 if isinstance(answer["error"], dict)  # OpenAI's shape
+                                 else (answer["error"], answer["hint"]))
+        assert reply.status == 400 and error in error_text and hint in hint_text
+    assert llm.calls == []
+
+
 @pytest.mark.parametrize("body", [b"[" * 100_000, b'{"question": "q?", "passages": '
                                   + b"[" * 40 + b"]" * 40 + b"}"])
 def test_deeply_nested_json_is_a_400_not_a_crash(start_server, body):
