@@ -16,7 +16,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from importlib.resources import files
@@ -49,9 +52,6 @@ from faithrag.types import Conflict, ConflictCheck
 
 log = logging.getLogger("faithrag.server")
 T = TypeVar("T")
-# The page may run its own inline script and talk to this server only: no other origin, ever.
-INSPECTOR_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'")
 SCHEMA_HINT = "The request schema is at /openapi.json, readable at /docs."
 KEEP_ALIVE_SECONDS = 5.0
 
@@ -148,6 +148,8 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     """The guarded ASGI app for `service`."""
     settings = settings or ServerSettings(limits=service.limits)
     inspector_page = (files("faithrag.server") / "inspector.html").read_bytes()
+    inspector_headers = {"Content-Security-Policy": inspector_csp(inspector_page),
+                         "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
     # the interactive docs with their assets served from here (fastapi-offline), not a CDN
     api = FastAPIOffline(docs_url="/docs", redoc_url=None, static_url="/docs/static",
                          title="faithrag", summary="Retrieval-augmented answers that stay right "
@@ -222,8 +224,7 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     async def inspector() -> HTMLResponse:
         """The inspector: a page that asks questions and draws the answer, the evidence the
         generator saw, the removed passages and the trace."""
-        return HTMLResponse(inspector_page, headers={"Content-Security-Policy": INSPECTOR_CSP,
-                                                     "Cache-Control": "no-store"})
+        return HTMLResponse(inspector_page, headers=inspector_headers)
 
     @api.get("/health", response_model=ServerInfo)
     async def health() -> JSONBody:
@@ -303,6 +304,19 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
                              allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type"])
     return GuardMiddleware(app, settings)
+
+
+def inspector_csp(page: bytes) -> str:
+    """The inspector's Content-Security-Policy: the page's own inline script and style run, named
+    by their SHA-256 (no other inline code, so no injected script); it talks to this server only,
+    and no other page may frame it."""
+    def allowed(tag: bytes) -> str:
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(body).digest()).decode()}'"
+                        for body in re.findall(b"<" + tag + b">(.*?)</" + tag + b">", page,
+                                               re.DOTALL))
+    return (f"default-src 'none'; script-src {allowed(b'script')}; "
+            f"style-src {allowed(b'style')}; connect-src 'self'; img-src 'self' data:; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 def _paths_hint(api: FastAPI) -> str:
