@@ -6,6 +6,7 @@
     GET  /v1/methods           the registered stages and conflict policies, and the defaults
     POST /v1/ask               AskBody -> the result, conflict report and trace included
     GET  /v1/models            the OpenAI-style model list (one per method)
+    GET  /v1/models/{id}       one of them
     POST /v1/chat/completions  the OpenAI-compatible facade (faithrag.server.chat_completions)
     GET  /docs, /openapi.json  the interactive reference and the schema
 
@@ -41,6 +42,7 @@ from faithrag.server.chat_completions import (
     ChatCompletionRequest,
     Completion,
     error_event,
+    find_model,
     models_list,
     to_ask_body,
 )
@@ -251,6 +253,11 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     async def models() -> JSONBody:
         """OpenAI-style: `faithrag` (the default pipeline) and `faithrag/<method>`."""
         return JSONBody(models_list(service.stages, started))
+
+    @api.get("/v1/models/{model:path}")
+    async def model(model: str) -> JSONBody:
+        """OpenAI-style: one model of the list (`models.retrieve` in the official client)."""
+        return JSONBody(find_model(service.stages, model, started))
 
     @api.post("/v1/chat/completions")
     async def chat_completions(request: ChatCompletionRequest) -> Any:

@@ -243,3 +243,16 @@ def test_a_stream_whose_client_disconnects_stops_its_model_work(start_server):
     assert reply.status == 200
     assert waited < 1.5  # not the abandoned run's remaining 2-3 s of model calls
     assert len(llm.calls) <= 4  # the abandoned run stopped at its next call, then this one
+
+
+def test_the_official_client_retrieves_one_model_and_gets_a_404_for_another(start_server):
+    import openai
+
+    server = start_server()
+    client = client_for(server)
+    for name in ("faithrag", "faithrag/vanilla"):
+        model = client.models.retrieve(name)
+        assert (model.id, model.object, model.owned_by) == (name, "model", "faithrag")
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("faithrag/nonsense")
+    assert "GET /v1/models lists them" in str(info.value)
