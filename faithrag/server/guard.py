@@ -192,7 +192,8 @@ class GuardMiddleware:
                     receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
             except asyncio.TimeoutError:
                 raise Refused(408, "The request body did not arrive in time.",
-                              f"Send the whole body within {limits.body_seconds:g} s.") from None
+                              f"Send the whole body within {limits.body_seconds:g} s.",
+                              {"Connection": "close"}) from None  # the rest is not awaited
             if message["type"] == "http.disconnect":
                 raise Refused(400, "The client closed the connection before sending its body.")
             chunk = message.get("body", b"")

@@ -193,6 +193,7 @@ def test_the_body_deadline_is_for_the_whole_body_not_each_chunk(start_server):
                 break
         elapsed = time.monotonic() - started
     assert reply.startswith(b"HTTP/1.1 408") and 0.9 <= elapsed < 2.0
+    assert b"connection: close" in reply.lower()
 
 
 def test_bad_content_length_is_a_400(start_server):
