@@ -11,7 +11,6 @@ from faithrag.errors import ConfigError
 from faithrag.explain import render_answer, render_conflicts, render_explanation
 from faithrag.pipeline import Pipeline, make_question
 
-
 MEMORY_METHOD = "closed_book"  # the one method meant to answer without evidence
 
 
