@@ -24,8 +24,20 @@ def cache_dir() -> Path:
 
 
 class _Strict(BaseModel):
+    """Every section: unknown keys refused, assignments validated, and every float finite (NaN
+    and infinities refused, from TOML, `--set` and Python alike)."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True,
-                              use_attribute_docstrings=True)
+                              use_attribute_docstrings=True, allow_inf_nan=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """An invalid assignment is a ConfigError naming the key, as an invalid load is."""
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise ConfigError(f"Bad config value for '{name}': {exc.errors()[0]['msg']}",
+                              "`faithrag config` lists every key with its type and default."
+                              ) from exc
 
 
 class LLMConfig(_Strict):
@@ -57,8 +69,8 @@ class LLMConfig(_Strict):
     tokenizer: str = "server"
     """openai: where token ids come from: "server" (its /tokenize endpoint), a preset, a .gguf
     or a tokenizer.json path"""
-    timeout: float = Field(120.0, gt=0)
-    """openai: seconds per request"""
+    timeout: float = Field(120.0, gt=0, le=86_400)
+    """openai: seconds per request (at most a day)"""
     max_retries: int = Field(3, ge=0)
     """openai: retries of a request that failed to connect or timed out"""
     concurrency: int = Field(4, ge=1)
@@ -98,8 +110,8 @@ class GenerationConfig(_Strict):
     for it, and a constrained reply may run to 3× to close its structure (docs/backends.md)"""
     answer_tokens: int = Field(48, ge=1)
     """short free-form answers"""
-    temperature: float = Field(0.0, ge=0.0)
-    """0 = greedy decoding"""
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    """0 = greedy decoding; at most 2 (the OpenAI API's range)"""
 
 
 class CFRAGConfig(_Strict):
@@ -195,10 +207,11 @@ class ConflictsConfig(_Strict):
 class CSRAGConfig(_Strict):
     """Conflict-suppressed decoding: logits += alpha*[token in facts] + beta*[token in context]."""
 
-    alpha: float = -1.0
-    """on the model's own (parametric) facts"""
-    beta: float = 3.0
-    """on the enhanced context"""
+    alpha: float = Field(-1.0, ge=-100.0, le=100.0)
+    """on the model's own (parametric) facts; within ±100, the range of OpenAI's and vLLM's
+    logit_bias"""
+    beta: float = Field(3.0, ge=-100.0, le=100.0)
+    """on the enhanced context; within ±100"""
     enhance_context: bool = True
     """append two paraphrases of each passage"""
     filter_stopwords: bool = True
@@ -323,6 +336,31 @@ class AntisycoConfig(_Strict):
     base said"""
 
 
+class ServerConfig(_Strict):
+    """Limits of `faithrag serve`, all enforced before any model work (its flags of the same
+    names override them; docs/server.md)."""
+
+    header_timeout: float = Field(8.0, gt=0.0, le=3600.0)
+    """seconds from a connection's opening, or its last response, to the end of a request's
+    headers; a client still sending them then gets 408 and the connection is closed"""
+    body_timeout: float = Field(30.0, gt=0.0, le=3600.0)
+    """seconds a client may take to send a whole request body (408 after)"""
+    request_timeout: float = Field(120.0, gt=0.0, le=86_400.0)
+    """seconds one request may take, queueing included (504 after)"""
+    max_connections: int = Field(128, ge=1)
+    """open connections at once; one more is answered 503 and closed"""
+    max_connections_per_client: int = Field(32, ge=1)
+    """open connections at once from one client address; one more is answered 503 and closed"""
+    max_body_bytes: int = Field(1 << 20, ge=1)
+    """largest request body (413 beyond)"""
+    max_passages: int = Field(1000, ge=1)
+    """most passages in one request (413 beyond)"""
+    max_passage_chars: int = Field(20_000, ge=1)
+    """longest passage text in characters (413 beyond)"""
+    max_question_chars: int = Field(2_000, ge=1)
+    """longest question in characters (413 beyond)"""
+
+
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:
     """Write dotted overrides like {"llm.model": "tiny"} into nested ``data``; None is skipped."""
     for dotted, value in overrides.items():
@@ -345,6 +383,7 @@ class Config(_Strict):
     csrag: CSRAGConfig = CSRAGConfig()
     antisyco: AntisycoConfig = AntisycoConfig()
     conflicts: ConflictsConfig = ConflictsConfig()
+    server: ServerConfig = ServerConfig()
     use_cache: bool = True
     """cache paraphrases, facts and embeddings under FAITHRAG_CACHE (results do not change)"""
 
@@ -370,6 +409,9 @@ class Config(_Strict):
                 raise ConfigError(f"Config file not found: {p}", "Pass an existing TOML file.")
             try:
                 data = tomllib.loads(p.read_text(encoding="utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{p} is not UTF-8 text (byte {exc.start} cannot be read).",
+                                  "Save the configuration as UTF-8 TOML.") from exc
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{p} is not valid TOML: {exc}", "Fix the syntax.") from exc
         set_dotted(data, overrides or {})

@@ -158,6 +158,7 @@ class Pipeline:
 
         The configuration is validated and the evidence opened before the model loads, so a
         wrong name or path fails fast."""
+        _check_arguments(config, llm, docs, index, passages, retriever, kb)
         if kb is not None:
             settings["antisyco__kb"] = str(kb)
         config = configure(config, **settings)
@@ -205,6 +206,8 @@ class Pipeline:
         recorded on `trace` (a new one by default), so a caller that passes its own keeps the
         steps that ran when a later one raises. An empty question raises InputError."""
         question = make_question(question, choices)
+        if passages is not None:
+            passages = check_passages(passages)
         trace = Trace() if trace is None else trace
         if passages is None and self.retriever is not None:
             with trace.step("retrieve", type(self.retriever).__name__, query=question.text,
@@ -283,6 +286,10 @@ def check_stages(config: Config) -> None:
 def make_question(question: Question | str, choices: Sequence[str] | None = None) -> Question:
     """`question` as a Question with `choices`, checked: InputError for an empty question,
     fewer than two options or an empty option, or choices given twice."""
+    if not isinstance(question, (str, Question)):
+        raise InputError(f"The question must be a str or a Question, not "
+                         f"{type(question).__name__}.", "Pass the question's text, e.g. "
+                         "pipeline.run('Who founded X?').")
     if isinstance(question, str):
         question = Question(text=question.strip(), choices=list(choices) if choices else None)
     elif choices:
@@ -295,6 +302,56 @@ def make_question(question: Question | str, choices: Sequence[str] | None = None
         raise InputError("Choices must be at least two non-empty options.",
                          "Pass two or more options (--choices A B), or none for a free answer.")
     return question
+
+
+# what a model must offer to be given as `llm=` (the LLM protocol, faithrag.llm.base)
+LLM_METHODS = ("generate", "score_choices", "tokenize", "detokenize", "count_chat_tokens")
+
+
+def check_passages(passages: Any) -> list[Passage]:
+    """`passages` as a list, checked to be Passage objects: InputError otherwise (a string, a
+    number, a list of strings)."""
+    hint = ("Pass a list of faithrag.Passage, e.g. passages=[Passage(id='p1', text='...')]; "
+            "for a folder of documents use docs=PATH.")
+    if isinstance(passages, (str, bytes)) or not isinstance(passages, Sequence):
+        raise InputError(f"passages must be a list of Passage, not {type(passages).__name__}.",
+                         hint)
+    wrong = next((i for i, p in enumerate(passages) if not isinstance(p, Passage)), None)
+    if wrong is not None:
+        raise InputError(f"passages must be a list of Passage; passages[{wrong}] is "
+                         f"{type(passages[wrong]).__name__}.", hint)
+    return list(passages)
+
+
+def _check_arguments(config: Any, llm: Any, docs: Any, index: Any, passages: Any,
+                     retriever: Any, kb: Any) -> None:
+    """A TypeError-like mistake in `Pipeline.from_config`'s arguments as a FaithragError naming
+    the argument, before anything loads."""
+    if config is not None and not isinstance(config, (Config, str, Path)):
+        raise ConfigError(f"config must be a Config, a TOML file path or None, not "
+                          f"{type(config).__name__}.",
+                          "For a dict of sections pass config=Config.validated(data); single "
+                          "keys can be keywords, e.g. csrag__alpha=-3.")
+    missing = [m for m in LLM_METHODS if not callable(getattr(llm, m, None))]
+    if llm is not None and missing:
+        raise ConfigError(f"llm must be a loaded model (the LLM protocol); the "
+                          f"{type(llm).__name__} given has no {', '.join(missing)}.",
+                          "Pass llm=faithrag.load_llm(config.llm) (or faithrag.FakeLLM in "
+                          "tests), or leave llm out to load config.llm.")
+    if retriever is not None and not callable(getattr(retriever, "retrieve", None)):
+        raise ConfigError(f"retriever must have retrieve(query, k); the "
+                          f"{type(retriever).__name__} given has not.",
+                          "Pass an object with retrieve(query, k), or use docs=, index= or "
+                          "passages=.")
+    for name, value in (("docs", docs), ("index", index), ("kb", kb)):
+        if value is not None and not isinstance(value, (str, Path)):
+            raise ConfigError(f"{name} must be a path (str or Path), not "
+                              f"{type(value).__name__}.",
+                              f"Pass {name}='path/to/...'" + (
+                                  "; for passages in memory use passages=[Passage(...)]."
+                                  if name == "docs" else "."))
+    if passages is not None:
+        check_passages(passages)
 
 
 def open_retriever(config: Config, *, docs: str | Path | None = None,
@@ -316,5 +373,5 @@ def open_retriever(config: Config, *, docs: str | Path | None = None,
     return None
 
 
-__all__ = ["SETTING_ALIASES", "Pipeline", "Result", "check_stages", "configure",
-           "make_question", "open_retriever"]
+__all__ = ["SETTING_ALIASES", "Pipeline", "Result", "check_passages", "check_stages",
+           "configure", "make_question", "open_retriever"]

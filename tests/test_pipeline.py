@@ -105,6 +105,39 @@ def test_from_config_refuses_before_loading_a_model(monkeypatch, tmp_path):
         Pipeline.from_config(docs=write_docs(tmp_path / "empty"), backend="fake")
 
 
+@pytest.mark.parametrize("arguments, error, message, hint", [
+    ({"passages": 5}, InputError, "not int", "Passage(id='p1'"),
+    ({"passages": [1, 2]}, InputError, r"passages\[0\] is int", "Passage(id='p1'"),
+    ({"passages": "some text"}, InputError, "not str", "docs=PATH"),
+    ({"config": {}}, ConfigError, "not dict", "Config.validated"),
+    ({"llm": object()}, ConfigError, "has no generate", "load_llm"),
+    ({"retriever": 5}, ConfigError, "retrieve", "docs=, index= or passages="),
+    ({"docs": 5}, ConfigError, "docs must be a path", "passages=[Passage"),
+    ({"kb": ["a"]}, ConfigError, "kb must be a path", "kb="),
+])
+def test_wrong_argument_types_are_refused_before_anything_loads(monkeypatch, arguments, error,
+                                                                 message, hint):
+    import faithrag.llm
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model must not load")
+    monkeypatch.setattr(faithrag.llm, "load_llm", no_model)
+    with pytest.raises(error, match=message) as info:
+        Pipeline.from_config(**arguments)
+    assert hint in info.value.hint
+
+
+@pytest.mark.parametrize("question, passages, message", [
+    ("q?", 5, "not int"), ("q?", [Passage("a", "t"), "text"], r"passages\[1\] is str"),
+    (5, None, "must be a str or a Question"),
+])
+def test_run_refuses_wrong_types_before_any_stage(question, passages, message):
+    llm = FakeLLM(default="x")
+    with pytest.raises(InputError, match=message):
+        Pipeline(VanillaRAG(llm)).run(question, passages)
+    assert llm.calls == []
+
+
 @pytest.mark.parametrize("question, choices, message", [
     ("", None, "empty"), ("   ", None, "empty"), ("q?", ["only one"], "at least two"),
     ("q?", ["a", " "], "at least two"),

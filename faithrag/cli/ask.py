@@ -1,4 +1,5 @@
-"""`faithrag ask "QUESTION" (--index IDX | --docs PATH)`: answer one question."""
+"""`faithrag ask "QUESTION" (--index IDX | --docs PATH)`: answer one question. Without evidence
+the command refuses, unless the method is `closed_book` (the model's memory alone, on purpose)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import argparse
 import json
 
 from faithrag.cli.common import add_method_options, add_model_options, config_from_args
+from faithrag.errors import ConfigError
 from faithrag.explain import render_answer, render_conflicts, render_explanation
 from faithrag.pipeline import Pipeline, make_question
+
+MEMORY_METHOD = "closed_book"  # the one method meant to answer without evidence
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     question = make_question(args.question, args.choices)
     config = config_from_args(args)
+    if args.index is None and args.docs is None and config.pipeline.method != MEMORY_METHOD:
+        raise ConfigError("No evidence was given: neither --docs nor --index.",
+                          "Pass --docs PATH or --index DIR; to answer from the model's memory "
+                          f"alone, pass --method {MEMORY_METHOD}.")
     if args.explain:  # CSRAG: also show the options' probabilities with and without the bias
         config.csrag.probe_choices = True
     pipeline = Pipeline.from_config(config, index=args.index, docs=args.docs)

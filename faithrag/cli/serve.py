@@ -10,20 +10,25 @@ the first request. On an embedded model requests queue and run one at a time."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import threading
 
 from faithrag.cli.common import add_method_options, add_model_options, config_from_args
+from faithrag.config import Config
 from faithrag.errors import ConfigError, MissingExtraError
 from faithrag.llm import load_llm
-from faithrag.pipeline import Pipeline, check_stages, open_retriever
+from faithrag.pipeline import Pipeline, check_stages, configure, open_retriever
 
 # A model behind a server takes concurrent requests and batches them; every other backend runs
 # in this process, one request at a time.
 SERVER_BACKENDS = ("openai",)
 API_KEY_ENV = "FAITHRAG_API_KEY"
-DEFAULT_MAX_BODY_BYTES = 1 << 20
+# the server flags, each overriding its key of the configuration's [server] section
+SERVER_FLAGS = ("max_body_bytes", "max_passages", "max_passage_chars", "max_question_chars",
+                "request_timeout", "header_timeout", "body_timeout", "max_connections",
+                "max_connections_per_client")
 
 
 def _port(text: str) -> int:
@@ -42,7 +47,7 @@ def _positive(text: str) -> int:
 
 def _seconds(text: str) -> float:
     value = float(text)
-    if not value > 0:
+    if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
 
@@ -71,21 +76,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web origin (e.g. http://localhost:3000) whose pages may call the API "
                    "(repeatable; default: none)")
-    g.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES,
+    g.add_argument("--max-body-bytes", type=_positive,
                    help="largest request body accepted; larger ones get 413 (default: 1 MiB)")
-    g.add_argument("--max-passages", type=_positive, default=1000,
+    g.add_argument("--max-passages", type=_positive,
                    help="most passages in one request (413 beyond; default: 1000)")
-    g.add_argument("--max-passage-chars", type=_positive, default=20_000,
+    g.add_argument("--max-passage-chars", type=_positive,
                    help="longest passage text in characters (413 beyond; default: 20000)")
-    g.add_argument("--max-question-chars", type=_positive, default=2_000,
+    g.add_argument("--max-question-chars", type=_positive,
                    help="longest question in characters (413 beyond; default: 2000)")
-    g.add_argument("--request-timeout", type=_seconds, default=120.0, metavar="SECONDS",
+    g.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
                    help="time limit of one request, queueing included (504 beyond; default: 120)")
+    g.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
+                   help="time a connection may take to send a request's headers, from its "
+                   "opening or its last response (408 and closed beyond; default: 8)")
+    g.add_argument("--body-timeout", type=_seconds, metavar="SECONDS",
+                   help="time a client may take to send a whole request body (408 beyond; "
+                   "default: 30)")
+    g.add_argument("--max-connections", type=_positive,
+                   help="open connections at once (one more gets 503 and is closed; default: 128)")
+    g.add_argument("--max-connections-per-client", type=_positive, metavar="N",
+                   help="open connections at once from one client address (one more gets 503 "
+                   "and is closed; default: 32)")
     p.set_defaults(run=run)
 
 
-def settings_from_args(args: argparse.Namespace):
-    """The server's settings; refuses a non-loopback address without a token."""
+def server_config(args: argparse.Namespace) -> Config:
+    """The configuration (`--config`, the model and method options, `--set`), its `[server]`
+    section overridden by the server flags given."""
+    config = config_from_args(args)
+    flags = {f"server.{name}": getattr(args, name) for name in SERVER_FLAGS}
+    return configure(config, flags)
+
+
+def settings_from_args(args: argparse.Namespace, config: Config | None = None):
+    """The server's settings (limits from `config`, by default `server_config(args)`); refuses
+    a non-loopback address without a token."""
     from faithrag.server.settings import Limits, ServerSettings, is_loopback
 
     api_key = args.server_api_key or os.environ.get(API_KEY_ENV, "")
@@ -93,10 +118,7 @@ def settings_from_args(args: argparse.Namespace):
         raise ConfigError(f"Refusing to listen on {args.host} without an API key: anyone who "
                           "can reach it could run the model.",
                           f"Set --api-key KEY (or {API_KEY_ENV}), or listen on --host 127.0.0.1.")
-    limits = Limits(max_body_bytes=args.max_body_bytes, max_passages=args.max_passages,
-                    max_passage_chars=args.max_passage_chars,
-                    max_question_chars=args.max_question_chars,
-                    request_seconds=args.request_timeout)
+    limits = Limits.from_config((config or server_config(args)).server)
     hosts = list(args.allowed_host)
     if not is_loopback(args.host) and args.host not in ("0.0.0.0", "::"):
         hosts.append(args.host)
@@ -113,8 +135,8 @@ def build_server(args: argparse.Namespace, log_config: object = None):
         from faithrag.server import AskService, FaithragServer, create_app
     except ImportError as exc:
         raise MissingExtraError("The server", "server", f"({exc.name} is missing)") from exc
-    settings = settings_from_args(args)
-    config = config_from_args(args)
+    config = server_config(args)
+    settings = settings_from_args(args, config)
     check_stages(config)
     retriever = open_retriever(config, index=args.index, docs=args.docs)
     llm = load_llm(config.llm)
@@ -123,7 +145,8 @@ def build_server(args: argparse.Namespace, log_config: object = None):
                          limits=settings.limits)
     try:
         server = FaithragServer(create_app(service, settings), args.host, args.port,
-                                log_config=log_config or uvicorn.config.LOGGING_CONFIG)
+                                log_config=log_config or uvicorn.config.LOGGING_CONFIG,
+                                limits=settings.limits)
     except OSError as exc:
         raise ConfigError(f"Cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
                           "Choose another --port or --host, or stop what is using it.") from exc

@@ -239,7 +239,10 @@ def user_prompt(content: str, system: str | None = None) -> tuple[Message, ...]:
 
 def model_identity(llm: LLM) -> str:
     """`Backend:model`, the same for a model and for replicas of it: what caches of model
-    outputs are keyed on, so that a run on two copies reuses what a run on one wrote."""
+    outputs are keyed on, so that a run on two copies reuses what a run on one wrote. A wrapper
+    that only adds checks around a model (it names the model `wrapped`) has that model's."""
+    while getattr(llm, "wrapped", None) is not None:
+        llm = llm.wrapped  # type: ignore[attr-defined]
     copies = getattr(llm, "copies", None)
     return f"{type(copies[0] if copies else llm).__name__}:{llm.name}"
 

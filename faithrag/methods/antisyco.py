@@ -133,7 +133,7 @@ from faithrag.methods.vanilla import (
 from faithrag.methods.vanilla import SYSTEM as DRAFT_SYSTEM
 from faithrag.registry import register
 from faithrag.retrieval.index import Index
-from faithrag.retrieval.knowledge_base import open_knowledge_base
+from faithrag.retrieval.knowledge_base import check_knowledge_base, open_knowledge_base
 from faithrag.retrieval.retriever import Retriever
 from faithrag.types import (
     PARSE_OK,
@@ -749,6 +749,7 @@ def require_knowledge_base(config: Config) -> None:
         raise ConfigError("The antisyco verifier needs a trusted knowledge base.",
                           "Pass --kb PATH (from Python: kb=PATH, or antisyco.kb in a config): "
                           "an index directory or a folder of documents you trust.")
+    check_knowledge_base(config.antisyco.kb)
 
 
 register("verifier", "antisyco", section="antisyco", requires=require_knowledge_base,

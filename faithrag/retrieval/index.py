@@ -23,11 +23,11 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from faithrag import __version__
 from faithrag.errors import ConfigError, DataError, EmptyIndexError
@@ -45,6 +45,27 @@ BM25_DIR = "bm25"
 DENSE_FILE = "dense.faiss"
 
 _BUILD_HINT = "Build it with `faithrag index PATHS --out DIR` (or Index.build)."
+MANIFEST_KEYS = frozenset({"format", "mode", "counts", "bm25", "dense", "rrf_k"})
+# what reading a damaged part raises: a missing or unreadable file, bad JSON, text that is not
+# UTF-8, a truncated .npy, a FAISS file it cannot parse
+CORRUPT_PART_ERRORS = (OSError, ValueError, EOFError, KeyError, RuntimeError)
+T = TypeVar("T")
+
+
+def _rebuild_hint(directory: Path) -> str:
+    return (f"Rebuild it: `faithrag index PATHS --out {directory} --overwrite` (or "
+            f"Index.build(passages, {str(directory)!r}, overwrite=True)).")
+
+
+def _read_part(path: Path, hint: str, read: Callable[[Path], T]) -> T:
+    """`read(path)`, a damaged or missing part being an EmptyIndexError with `hint`."""
+    try:
+        return read(path)
+    except EmptyIndexError:
+        raise
+    except CORRUPT_PART_ERRORS as exc:
+        raise EmptyIndexError(f"{path} is missing or damaged ({type(exc).__name__}: {exc}).",
+                              hint) from exc
 
 
 class IndexExistsError(ConfigError):
@@ -183,11 +204,14 @@ class Index:
             raise EmptyIndexError(
                 f"{directory} is not a faithrag index: {MANIFEST} is missing.",
                 f"{_BUILD_HINT} An interrupted build leaves no manifest: build again.")
+        rebuild = _rebuild_hint(directory)
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise EmptyIndexError(f"{manifest_path} is not valid JSON ({exc.msg}).",
-                                  f"Rebuild the index. {_BUILD_HINT}") from exc
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise EmptyIndexError(f"{manifest_path} is not valid JSON ({exc}).", rebuild) from exc
+        if not isinstance(manifest, dict) or not MANIFEST_KEYS <= manifest.keys():
+            raise EmptyIndexError(f"{manifest_path} is incomplete: it needs the keys "
+                                  f"{', '.join(sorted(MANIFEST_KEYS))}.", rebuild)
         if manifest.get("format") != FORMAT_VERSION:
             raise EmptyIndexError(
                 f"{directory} has index format {manifest.get('format')!r}; this faithrag "
@@ -195,10 +219,10 @@ class Index:
                 f"Rebuild the index with this version. {_BUILD_HINT}")
         mode = manifest["mode"]
         check_mode(mode)
-        passages = _read_passages(directory / PASSAGES)
+        passages = _read_part(directory / PASSAGES, rebuild, _read_passages)
         bm25 = dense = None
         if manifest["bm25"] is not None:
-            bm25 = BM25Index.load(directory / BM25_DIR)
+            bm25 = _read_part(directory / BM25_DIR, rebuild, BM25Index.load)
         if manifest["dense"] is not None:
             dense_info = manifest["dense"]
             embedder = embedder or get_embedder(dense_info["embedder"], use_cache=use_cache)
@@ -207,8 +231,10 @@ class Index:
                     f"{directory} was embedded with {dense_info['identity']}, "
                     f"but the embedder given is {embedder.identity}.",
                     "Use the same embedder, or rebuild the index with the new one.")
-            dense = DenseIndex.load(directory / DENSE_FILE, dense_info["faiss_factory"])
-        expected = manifest["counts"]["passages"]
+            dense = _read_part(directory / DENSE_FILE, rebuild,
+                               lambda path: DenseIndex.load(path, dense_info["faiss_factory"]))
+        expected = manifest["counts"].get("passages") if isinstance(manifest["counts"],
+                                                                     dict) else None
         sizes = {"passages.jsonl": len(passages), "manifest": expected}
         if bm25 is not None:
             sizes["bm25"] = len(bm25)
@@ -216,8 +242,7 @@ class Index:
             sizes["dense"] = len(dense)
         if len(set(sizes.values())) != 1:
             raise EmptyIndexError(f"{directory} is inconsistent (passage counts: {sizes}); "
-                                  "an update was probably interrupted.",
-                                  f"Rebuild the index. {_BUILD_HINT}")
+                                  "an update was probably interrupted.", rebuild)
         searcher = PassageSearcher(passages, mode, bm25=bm25, dense=dense, embedder=embedder,
                                    rrf_k=manifest["rrf_k"])
         return cls(directory, searcher, manifest)
@@ -351,8 +376,8 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _read_passages(path: Path) -> list[Passage]:
-    if not path.is_file():
-        raise EmptyIndexError(f"{path} is missing.", f"Rebuild the index. {_BUILD_HINT}")
+    """The passages of `path`; OSError or ValueError when it is missing or not UTF-8, and
+    EmptyIndexError for a line that is not a passage."""
     passages = []
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
@@ -362,5 +387,5 @@ def _read_passages(path: Path) -> list[Passage]:
                                         row.get("source", ""), None, row.get("meta", {})))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise EmptyIndexError(f"{path}:{line_no} is corrupt ({exc}).",
-                                      f"Rebuild the index. {_BUILD_HINT}") from exc
+                                      _rebuild_hint(path.parent)) from exc
     return passages

@@ -6,6 +6,7 @@
     GET  /v1/methods           the registered stages and conflict policies, and the defaults
     POST /v1/ask               AskBody -> the result, conflict report and trace included
     GET  /v1/models            the OpenAI-style model list (one per method)
+    GET  /v1/models/{id}       one of them
     POST /v1/chat/completions  the OpenAI-compatible facade (faithrag.server.chat_completions)
     GET  /docs, /openapi.json  the interactive reference and the schema
 
@@ -16,7 +17,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from importlib.resources import files
@@ -32,11 +36,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from faithrag.errors import FaithragError
+from faithrag.llm.cancel import CancelToken
 from faithrag.server.ask_request import AskBody
 from faithrag.server.chat_completions import (
     ChatCompletionRequest,
     Completion,
     error_event,
+    find_model,
     models_list,
     to_ask_body,
 )
@@ -48,9 +54,6 @@ from faithrag.types import Conflict, ConflictCheck
 
 log = logging.getLogger("faithrag.server")
 T = TypeVar("T")
-# The page may run its own inline script and talk to this server only: no other origin, ever.
-INSPECTOR_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'")
 SCHEMA_HINT = "The request schema is at /openapi.json, readable at /docs."
 KEEP_ALIVE_SECONDS = 5.0
 
@@ -147,6 +150,8 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     """The guarded ASGI app for `service`."""
     settings = settings or ServerSettings(limits=service.limits)
     inspector_page = (files("faithrag.server") / "inspector.html").read_bytes()
+    inspector_headers = {"Content-Security-Policy": inspector_csp(inspector_page),
+                         "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
     # the interactive docs with their assets served from here (fastapi-offline), not a CDN
     api = FastAPIOffline(docs_url="/docs", redoc_url=None, static_url="/docs/static",
                          title="faithrag", summary="Retrieval-augmented answers that stay right "
@@ -155,13 +160,16 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
                                     413: {"model": ErrorBody}, 504: {"model": ErrorBody}})
     started = int(time.time())
 
-    async def in_thread(work: Callable[[float], T]) -> T:
-        """`work(deadline)` in a worker thread, abandoned (504) past the request time limit."""
+    async def in_thread(work: Callable[[float, CancelToken], T]) -> T:
+        """`work(deadline, cancel)` in a worker thread, answered 504 past the request time limit.
+        When it times out or its caller is cancelled (a streaming client has gone), `cancel`
+        is set: what is left of the run stops at its next model call."""
         seconds = service.limits.request_seconds
         deadline = time.monotonic() + seconds
+        cancel = CancelToken()
         try:
             return await asyncio.wait_for(
-                anyio.to_thread.run_sync(work, deadline, abandon_on_cancel=True), seconds)
+                anyio.to_thread.run_sync(work, deadline, cancel, abandon_on_cancel=True), seconds)
         except asyncio.TimeoutError:
             raise RequestError(504, f"The request did not finish within {seconds:g} s.",
                                "Send fewer passages or a lighter method, or restart the server "
@@ -172,6 +180,11 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
             log.exception("the pipeline failed")
             raise RequestError(500, f"{type(exc).__name__}: {exc}",
                                "The server log has the traceback.") from exc
+        finally:
+            cancel.cancel()  # a run still going (timed out, or its caller gone) stops
+
+    async def answer(body: AskBody) -> dict[str, Any]:
+        return await in_thread(lambda deadline, cancel: service.ask(body, deadline, cancel))
 
     @api.exception_handler(FaithragError)
     async def faithrag_error(request: Request, exc: FaithragError) -> JSONBody:
@@ -195,7 +208,14 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
             return error_response(405, f"{request.method} is not allowed on {request.url.path}.",
                                   f"Use {headers.get('allow', 'another method')}.", headers,
                                   request.url.path)
-        return error_response(exc.status_code, str(exc.detail), "", headers, request.url.path)
+        cause = exc.__cause__
+        if exc.status_code == 400 and isinstance(cause, ValueError):  # the body's JSON parse
+            reason = str(cause).split(";")[0]  # Python's own advice after it is for servers
+            return error_response(400, f"The request body cannot be read as JSON: {reason}.",
+                                  f"Send one JSON object in UTF-8 with numbers of ordinary size. "
+                                  f"{SCHEMA_HINT}", path=request.url.path)
+        return error_response(exc.status_code, str(exc.detail), SCHEMA_HINT, headers,
+                              request.url.path)
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONBody:  # uvicorn logs it
@@ -206,8 +226,7 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     async def inspector() -> HTMLResponse:
         """The inspector: a page that asks questions and draws the answer, the evidence the
         generator saw, the removed passages and the trace."""
-        return HTMLResponse(inspector_page, headers={"Content-Security-Policy": INSPECTOR_CSP,
-                                                     "Cache-Control": "no-store"})
+        return HTMLResponse(inspector_page, headers=inspector_headers)
 
     @api.get("/health", response_model=ServerInfo)
     async def health() -> JSONBody:
@@ -228,12 +247,17 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         stages met (each side with its answer, quote and passages, and what was done about
         it), `conflict_checks` every check they made, including those that found nothing or
         could not tell."""
-        return JSONBody(await in_thread(lambda deadline: service.ask(body, deadline)))
+        return JSONBody(await answer(body))
 
     @api.get("/v1/models")
     async def models() -> JSONBody:
         """OpenAI-style: `faithrag` (the default pipeline) and `faithrag/<method>`."""
         return JSONBody(models_list(service.stages, started))
+
+    @api.get("/v1/models/{model:path}")
+    async def model(model: str) -> JSONBody:
+        """OpenAI-style: one model of the list (`models.retrieve` in the official client)."""
+        return JSONBody(find_model(service.stages, model, started))
 
     @api.post("/v1/chat/completions")
     async def chat_completions(request: ChatCompletionRequest) -> Any:
@@ -244,14 +268,14 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
         body = to_ask_body(request, service.stages)
         completion = Completion(request.model)
         if not request.stream:
-            result = await in_thread(lambda deadline: service.ask(body, deadline))
+            result = await answer(body)
             return JSONBody(completion.whole(result))
         return StreamingResponse(_stream(completion, body), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
     async def _stream(completion: Completion, body: AskBody) -> AsyncIterator[str]:
         yield completion.chunk({"role": "assistant", "content": ""})
-        task = asyncio.ensure_future(in_thread(lambda deadline: service.ask(body, deadline)))
+        task = asyncio.ensure_future(answer(body))
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=KEEP_ALIVE_SECONDS)
@@ -287,6 +311,19 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
                              allow_methods=["GET", "POST"],
                              allow_headers=["Authorization", "Content-Type"])
     return GuardMiddleware(app, settings)
+
+
+def inspector_csp(page: bytes) -> str:
+    """The inspector's Content-Security-Policy: the page's own inline script and style run, named
+    by their SHA-256 (no other inline code, so no injected script); it talks to this server only,
+    and no other page may frame it."""
+    def allowed(tag: bytes) -> str:
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(body).digest()).decode()}'"
+                        for body in re.findall(b"<" + tag + b">(.*?)</" + tag + b">", page,
+                                               re.DOTALL))
+    return (f"default-src 'none'; script-src {allowed(b'script')}; "
+            f"style-src {allowed(b'style')}; connect-src 'self'; img-src 'self' data:; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 def _paths_hint(api: FastAPI) -> str:

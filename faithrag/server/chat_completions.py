@@ -79,9 +79,19 @@ def model_ids(stages: Stages) -> list[str]:
 
 
 def models_list(stages: Stages, created: int) -> dict[str, Any]:
-    return {"object": "list", "data": [
-        {"id": name, "object": "model", "created": created, "owned_by": "faithrag"}
-        for name in model_ids(stages)]}
+    return {"object": "list", "data": [model_info(name, created) for name in model_ids(stages)]}
+
+
+def model_info(name: str, created: int) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": created, "owned_by": "faithrag"}
+
+
+def find_model(stages: Stages, name: str, created: int) -> dict[str, Any]:
+    """`GET /v1/models/{name}`: the model, or RequestError (404) naming the ones there are."""
+    if name not in model_ids(stages):
+        raise RequestError(404, f"No model {name!r}.",
+                           f"GET /v1/models lists them: {', '.join(model_ids(stages))}.")
+    return model_info(name, created)
 
 
 def to_ask_body(request: ChatCompletionRequest, stages: Stages) -> AskBody:

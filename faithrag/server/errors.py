@@ -78,6 +78,7 @@ class JSONBody(Response):
 
 # The OpenAI-compatible routes answer errors in OpenAI's shape, which its clients read.
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+OPENAI_PREFIXES = ("/v1/models/",)
 
 
 def openai_error(status: int, error: str, hint: str = "") -> dict[str, Any]:
@@ -92,6 +93,6 @@ def error_response(status: int, error: str, hint: str = "",
                    headers: dict[str, str] | None = None, path: str = "") -> JSONBody:
     """`{"error": ..., "hint": ...}`; on the OpenAI-compatible paths, OpenAI's
     `{"error": {"message": ..., "type": ..., "code": ...}}` with the hint in it."""
-    body = (openai_error(status, error, hint) if path in OPENAI_PATHS
-            else {"error": error, "hint": hint})
+    openai_shape = path in OPENAI_PATHS or path.startswith(OPENAI_PREFIXES)
+    body = openai_error(status, error, hint) if openai_shape else {"error": error, "hint": hint}
     return JSONBody(body, status, headers)

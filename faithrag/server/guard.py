@@ -3,7 +3,8 @@
 In order: the Host header names this server (DNS rebinding); a cross-origin request comes from
 an allowed origin (403); the bearer token, when one is set (401); a POST body is
 `application/json` (415); its declared or actual size is within the limit (413, at once for a
-declared Content-Length) and arrives in time (408); its JSON nesting is within the limit
+declared Content-Length) and arrives whole within the body deadline (408); it is UTF-8 (400);
+its JSON nesting is within the limit
 (400). HEAD is answered as GET without the body. Example:
 
     app = GuardMiddleware(fastapi_app, ServerSettings(api_key="s3cret"))
@@ -184,12 +185,15 @@ class GuardMiddleware:
                 raise Refused(413, f"The request body is {int(declared)} bytes, over the limit "
                                    f"of {limits.max_body_bytes}.", too_large)
         chunks, size, more = [], 0, True
+        deadline = asyncio.get_running_loop().time() + limits.body_seconds  # the whole body's
         while more:
             try:
-                message = await asyncio.wait_for(receive(), limits.body_seconds)
+                message = await asyncio.wait_for(
+                    receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
             except asyncio.TimeoutError:
                 raise Refused(408, "The request body did not arrive in time.",
-                              f"Send the whole body within {limits.body_seconds:g} s.") from None
+                              f"Send the whole body within {limits.body_seconds:g} s.",
+                              {"Connection": "close"}) from None  # the rest is not awaited
             if message["type"] == "http.disconnect":
                 raise Refused(400, "The client closed the connection before sending its body.")
             chunk = message.get("body", b"")
@@ -200,6 +204,11 @@ class GuardMiddleware:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Refused(400, f"The request body is not valid UTF-8 (byte {exc.start}).",
+                          "Send the JSON body encoded as UTF-8.") from None
         if json_depth_exceeds(body, limits.max_json_depth):
             raise Refused(400, f"The JSON body is nested deeper than {limits.max_json_depth} "
                                "levels.", "A request body is an object of flat fields; see "

@@ -1,5 +1,6 @@
 """The app under uvicorn on a socket bound up front, so that a busy port fails before serving and
-port 0 has its real number in `url`. Blocking (`serve_forever`, which stops on SIGINT/SIGTERM
+port 0 has its real number in `url`, speaking HTTP/1.1 through GuardedH11Protocol (the header
+deadline and connection caps of `limits`; faithrag.server.protocol). Blocking (`serve_forever`, which stops on SIGINT/SIGTERM
 in the main thread) or in a background thread (`start`/`stop`):
 
     server = FaithragServer(create_app(service, settings), "127.0.0.1", 0)
@@ -14,6 +15,9 @@ import time
 from typing import Any
 
 import uvicorn
+
+from faithrag.server.protocol import guarded_protocol
+from faithrag.server.settings import Limits
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -31,15 +35,17 @@ def _bind(host: str, port: int) -> socket.socket:
 
 class FaithragServer:
     def __init__(self, app: Any, host: str, port: int, log_config: Any = None,
-                 access_log: bool = True):
+                 access_log: bool = True, limits: Limits | None = None):
         """Binds at once (OSError if it cannot). `log_config` None leaves logging as the
-        caller set it up; uvicorn.config.LOGGING_CONFIG is uvicorn's own console format."""
+        caller set it up; uvicorn.config.LOGGING_CONFIG is uvicorn's own console format.
+        `limits` (default Limits()) gives the connection limits; the app applies its own."""
         self.socket = _bind(host, port)
         bound_host, bound_port = self.socket.getsockname()[:2]
         self.host, self.port = bound_host, bound_port
         config = uvicorn.Config(app, log_config=log_config, access_log=access_log,
                                 timeout_keep_alive=5, lifespan="off",
-                                timeout_graceful_shutdown=5)
+                                timeout_graceful_shutdown=5, ws="none",
+                                http=guarded_protocol(limits or Limits()))
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

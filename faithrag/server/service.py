@@ -1,6 +1,7 @@
 """What the HTTP API serves: one loaded model and retriever, pipelines built on first use per
 (method, rerank, verify, detect, on_conflict, k) and reused, and the lock that queues runs on an
-in-process model.
+in-process model. A run can be cancelled from another thread (its client has gone, or its time
+is up): it then stops at its next model call, or gives up its place in the queue.
 
     service = AskService(config, llm, retriever, Pipeline.from_parts)
     service.ask(AskBody(question="Who founded X?"), deadline=time.monotonic() + 60)
@@ -15,6 +16,7 @@ from typing import Any
 
 from faithrag.config import Config
 from faithrag.llm.base import LLM
+from faithrag.llm.cancel import CancellableLLM, CancelToken, RunCancelled, cancellable
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.server.ask_request import ON_CONFLICT, AskBody, PipelineChoice, to_ask_request
@@ -24,6 +26,7 @@ from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
 
 BuildPipeline = Callable[[Config, LLM, "Retriever | None"], Pipeline]
+QUEUE_POLL_SECONDS = 0.05  # how often a queued run checks whether it was cancelled
 
 
 class AskService:
@@ -35,7 +38,7 @@ class AskService:
                  build_pipeline: BuildPipeline, serialize_runs: bool = True,
                  limits: Limits | None = None):
         self.config = config
-        self.llm = llm
+        self.llm = CancellableLLM(llm)  # every pipeline's model calls: cancellable per run
         self.retriever = retriever
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
@@ -61,21 +64,21 @@ class AskService:
                 self._pipelines[choice] = self._build_pipeline(config, self.llm, self.retriever)
             return self._pipelines[choice]
 
-    def ask(self, body: AskBody, deadline: float | None = None) -> dict[str, Any]:
+    def ask(self, body: AskBody, deadline: float | None = None,
+            cancel: CancelToken | None = None) -> dict[str, Any]:
         """The pipeline's result for a request body, `passages` being exactly the ones the
         generator saw and `evidence` saying how many were dropped or cut, and why; `conflicts`
         and `conflict_checks` are the stages' conflict report (Result.to_dict). Raises
         RequestError on a bad body, or (504) when the run cannot start before `deadline`
-        (time.monotonic()) because others hold the model."""
+        (time.monotonic()) because others hold the model; RunCancelled once `cancel` is
+        cancelled, while queued or at the run's next model call."""
         request = to_ask_request(body, self.defaults, self.stages, self.limits)
+        cancel = cancel or CancelToken()
         if self._run_lock is not None:
-            wait = -1 if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._run_lock.acquire(timeout=wait):
-                raise RequestError(504, "The request waited for the model past its time limit.",
-                                   "Other requests hold the model: retry later, or restart the "
-                                   "server with a larger --request-timeout.")
+            self._wait_for_model(deadline, cancel)
         try:  # building may also load models (a knowledge base's embedder)
-            result = self.pipeline(request.choice).run(request.question, request.passages)
+            with cancellable(cancel):
+                result = self.pipeline(request.choice).run(request.question, request.passages)
         finally:
             if self._run_lock is not None:
                 self._run_lock.release()
@@ -85,6 +88,17 @@ class AskService:
                             "text": p.text} for p in view.passages]
         out["evidence"] = view.summary
         return out
+
+    def _wait_for_model(self, deadline: float | None, cancel: CancelToken) -> None:
+        """Take the run lock, giving up (504) at `deadline` or (RunCancelled) on `cancel`."""
+        assert self._run_lock is not None
+        while not self._run_lock.acquire(timeout=QUEUE_POLL_SECONDS):
+            if cancel.cancelled:
+                raise RunCancelled()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RequestError(504, "The request waited for the model past its time limit.",
+                                   "Other requests hold the model: retry later, or restart the "
+                                   "server with a larger --request-timeout.")
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "model": self.llm.name, "method": self.defaults.method}

@@ -1,12 +1,16 @@
 """What a server accepts: the names it answers to, the origins it trusts, its token and the limits
-every request is checked against before any work starts."""
+every connection and request is checked against before any work starts. The limits' defaults
+are the configuration's `[server]` section (faithrag.config.ServerConfig)."""
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
 
+from faithrag.config import ServerConfig
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+_DEFAULTS = ServerConfig()
 
 
 def is_loopback(host: str) -> bool:
@@ -21,17 +25,34 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on one request. A body, question or passage over its bound is refused with 413, a
-    JSON document nested deeper than `max_json_depth` with 400, a run longer than
-    `request_seconds` (queueing included) with 504."""
+    """Bounds on connections and requests. A connection over `max_connections` (in all) or
+    `max_connections_per_client` (from one address) is answered 503 and closed; one whose
+    request headers are not complete `header_seconds` after it opened (or after its last
+    response) is answered 408 and closed; a body not complete within `body_seconds` is 408. A
+    body, question or passage over its bound is refused with 413, a JSON document nested deeper
+    than `max_json_depth` with 400, a run longer than `request_seconds` (queueing included)
+    with 504."""
 
-    max_body_bytes: int = 1 << 20
-    max_passages: int = 1000
-    max_passage_chars: int = 20_000
-    max_question_chars: int = 2_000
+    max_body_bytes: int = _DEFAULTS.max_body_bytes
+    max_passages: int = _DEFAULTS.max_passages
+    max_passage_chars: int = _DEFAULTS.max_passage_chars
+    max_question_chars: int = _DEFAULTS.max_question_chars
     max_json_depth: int = 32
-    request_seconds: float = 120.0
-    body_seconds: float = 30.0  # time a client may take to send its body (408 after)
+    request_seconds: float = _DEFAULTS.request_timeout
+    body_seconds: float = _DEFAULTS.body_timeout
+    header_seconds: float = _DEFAULTS.header_timeout
+    max_connections: int = _DEFAULTS.max_connections
+    max_connections_per_client: int = _DEFAULTS.max_connections_per_client
+
+    @classmethod
+    def from_config(cls, server: ServerConfig) -> Limits:
+        """The limits a configuration's `[server]` section sets."""
+        return cls(max_body_bytes=server.max_body_bytes, max_passages=server.max_passages,
+                   max_passage_chars=server.max_passage_chars,
+                   max_question_chars=server.max_question_chars,
+                   request_seconds=server.request_timeout, body_seconds=server.body_timeout,
+                   header_seconds=server.header_timeout, max_connections=server.max_connections,
+                   max_connections_per_client=server.max_connections_per_client)
 
 
 @dataclass(frozen=True)

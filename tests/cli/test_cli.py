@@ -109,6 +109,9 @@ def dead_port():
     (["--model", "/nowhere/model.gguf"], "neither a preset"),
     (["--n-ctx", "5"], "n_ctx"),
     (["--method", "nonsense"], "Unknown method"),
+    (["--set", "csrag.alpha=nan"], "csrag.alpha': Input should be a finite number"),
+    (["--set", "csrag.beta=inf"], "csrag.beta': Input should be a finite number"),
+    (["--set", "csrag.alpha=1e308"], "csrag.alpha': Input should be less than or equal to 100"),
     (["--llm", "openai", "--base-url", f"http://127.0.0.1:{dead_port()}/v1", "--n-ctx", "512"],
      "did not answer"),
 ])
@@ -126,6 +129,46 @@ def test_empty_docs_and_missing_index(tmp_path, capsys):
     assert "No text found" in capsys.readouterr().err
     assert main(["ask", "q?", "--index", str(tmp_path / "none"), "--set", "llm.backend=fake"]) == 2
     assert "No index" in capsys.readouterr().err
+
+
+def test_ask_without_evidence_refuses_unless_asked_for_the_models_memory(capsys, monkeypatch):
+    import faithrag.llm
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model must not load")
+    monkeypatch.setattr(faithrag.llm, "load_llm", no_model)
+    assert main(["ask", "Who built the bridge?", "--set", "llm.backend=fake"]) == 2
+    err = capsys.readouterr().err
+    assert "No evidence was given" in err and "--docs PATH or --index DIR" in err
+    assert "--method closed_book" in err
+    monkeypatch.undo()
+    assert main(["ask", "Who built it?", "--method", "closed_book", "--set",
+                 "llm.backend=fake"]) == 0
+
+
+def test_a_missing_kb_is_named_before_the_model_loads(docs, capsys, monkeypatch, tmp_path):
+    import faithrag.llm
+    import faithrag.llm.models
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model must not load")
+    monkeypatch.setattr(faithrag.llm, "load_llm", no_model)
+    monkeypatch.setattr(faithrag.llm.models, "resolve_model", no_model)
+    assert main(["ask", "q?", "--docs", str(docs), "--verify", "antisyco", "--kb",
+                 str(tmp_path / "typo")]) == 2
+    err = capsys.readouterr().err
+    assert "Trusted knowledge base not found" in err and "--kb" in err
+
+
+def test_a_damaged_index_says_how_to_rebuild_it(docs, tmp_path, capsys):
+    idx = tmp_path / "idx"
+    assert main(["index", str(docs), "--out", str(idx)]) == 0
+    (idx / "passages.jsonl").write_bytes(b"\xff\xfe not UTF-8\n")
+    capsys.readouterr()
+    assert main(["ask", "q?", "--index", str(idx), "--set", "llm.backend=fake"]) == 2
+    err = capsys.readouterr().err
+    assert "is missing or damaged" in err and f"faithrag index PATHS --out {idx} --overwrite" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.model

@@ -31,12 +31,16 @@ def get_json(url: str) -> dict:
 def test_options_and_their_defaults(monkeypatch):
     monkeypatch.delenv("FAITHRAG_API_KEY", raising=False)
     args = build_parser().parse_args(["serve"])
-    assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 1 << 20)
+    assert (args.host, args.port) == ("127.0.0.1", 8000)
     assert args.index is None and args.docs is None and args.run is run
     settings = settings_from_args(args)
     assert settings.api_key == "" and settings.allowed_origins == ()
     assert settings.host_names == {"127.0.0.1", "localhost", "::1"}
-    assert (settings.limits.max_passages, settings.limits.request_seconds) == (1000, 120.0)
+    limits = settings.limits
+    assert (limits.max_body_bytes, limits.max_passages, limits.request_seconds) == (
+        1 << 20, 1000, 120.0)
+    assert (limits.header_seconds, limits.body_seconds, limits.max_connections,
+            limits.max_connections_per_client) == (8.0, 30.0, 128, 32)
     args = build_parser().parse_args([
         "serve", "--docs", "d/", "--host", "10.0.0.5", "--port", "0", "--max-body-bytes", "4096",
         "--model", "tiny", "--method", "csrag", "--rerank", "crossval", "-k", "3",
@@ -52,6 +56,20 @@ def test_options_and_their_defaults(monkeypatch):
     limits = settings.limits
     assert (limits.max_body_bytes, limits.max_passages, limits.max_passage_chars,
             limits.max_question_chars, limits.request_seconds) == (4096, 50, 900, 300, 7.5)
+
+
+def test_connection_limits_come_from_the_flags_or_the_config(tmp_path):
+    args = build_parser().parse_args([
+        "serve", "--header-timeout", "2.5", "--body-timeout", "9", "--max-connections", "40",
+        "--max-connections-per-client", "4"])
+    limits = settings_from_args(args).limits
+    assert (limits.header_seconds, limits.body_seconds, limits.max_connections,
+            limits.max_connections_per_client) == (2.5, 9.0, 40, 4)
+    toml = tmp_path / "server.toml"
+    toml.write_text("[server]\nheader_timeout = 3.0\nmax_connections = 16\n")
+    args = build_parser().parse_args(["serve", "--config", str(toml), "--max-connections", "8"])
+    limits = settings_from_args(args).limits
+    assert (limits.header_seconds, limits.max_connections) == (3.0, 8)  # the flag wins
 
 
 def test_the_key_can_come_from_the_environment(monkeypatch):
@@ -74,6 +92,9 @@ def test_a_non_loopback_address_without_a_key_is_refused(host, monkeypatch, caps
     ["--port", "-1"],
     ["--max-body-bytes", "0"],
     ["--request-timeout", "0"],
+    ["--header-timeout", "inf"],
+    ["--body-timeout", "nan"],
+    ["--max-connections", "0"],
     ["--max-passages", "-3"],
 ])
 def test_bad_options_are_refused_by_the_parser(argv, capsys):

@@ -137,6 +137,36 @@ def test_interrupted_update_is_detected(tmp_path, corpus_passages):
         Index.load(out)
 
 
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+def _not_utf8(path):
+    path.write_bytes(path.read_bytes().replace(b"e", b"\xe9"))
+
+
+@pytest.mark.parametrize("part, damage", [
+    ("manifest.json", _truncate),
+    ("manifest.json", lambda path: path.write_text('{"format": 1}')),
+    ("manifest.json", lambda path: path.write_text("[1]")),
+    ("passages.jsonl", _not_utf8),
+    ("passages.jsonl", lambda path: path.unlink()),
+    ("bm25", lambda path: __import__("shutil").rmtree(path)),
+    *[(f"bm25/{name}", damage) for name in ("params.index.json", "vocab.index.json",
+                                            "data.csc.index.npy", "indptr.csc.index.npy")
+      for damage in (_truncate, lambda path: path.write_bytes(b""), lambda path: path.unlink())],
+])
+def test_a_damaged_index_is_an_empty_index_error_saying_how_to_rebuild_it(
+        tmp_path, corpus_passages, part, damage):
+    out = tmp_path / "ix"
+    Index.build(corpus_passages, out)
+    damage(out / part)
+    with pytest.raises(EmptyIndexError) as err:
+        Index.load(out)
+    assert f"faithrag index PATHS --out {out} --overwrite" in err.value.hint
+    assert "overwrite=True" in err.value.hint
+
+
 def test_other_embedder_than_the_index_was_built_with_is_refused(
         tmp_path, corpus_passages, hashing_embedder):
     Index.build(corpus_passages, tmp_path / "ix", mode="dense", embedder=hashing_embedder)

@@ -71,7 +71,7 @@ def start_server():
                              serialize_runs, limits)
         server = FaithragServer(create_app(service, ServerSettings(limits=service.limits,
                                                                    **settings)),
-                                "127.0.0.1", 0, access_log=False)
+                                "127.0.0.1", 0, access_log=False, limits=service.limits)
         server.start()
         servers.append(server)
         return Client(server, service)

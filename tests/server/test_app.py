@@ -181,7 +181,7 @@ def test_a_config_error_while_building_a_pipeline_is_a_400_with_its_hint(start_s
 @pytest.mark.parametrize("body, message", [
     (b"{not json", "not valid JSON"),
     (b"", "body is empty"),
-    (b"\xff\xfe\x00{", "not valid JSON"),
+    (b"\xff\xfe\x00{", "not valid UTF-8"),
     (b"[1, 2]", "must be a JSON object"),
     (b"{}", "'question' is required"),
     (b'{"question": "   "}', "'question'"),
@@ -367,7 +367,7 @@ def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(st
     client = start_server()
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/", "/health", "/v1/methods", "/v1/ask",
-                                    "/v1/models", "/v1/chat/completions"}
+                                    "/v1/models", "/v1/models/{model}", "/v1/chat/completions"}
     ask = schema["paths"]["/v1/ask"]["post"]
     assert ask["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/AskBody")

@@ -196,3 +196,63 @@ def test_a_long_run_keeps_the_stream_alive_with_comments(start_server, monkeypat
     assert events[0].startswith("data: ") and '"role": "assistant"' in events[0]
     assert ": running" in events[1:-3]
     assert events[-1] == "data: [DONE]"
+
+
+class TenCalls:
+    """A generator that asks the model ten times, one call after the other."""
+
+    name = "ten_calls"
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def generate(self, question, passages, trace):
+        from faithrag.llm.base import GenerationRequest, user_prompt
+        from faithrag.types import Answer
+
+        for _ in range(10):
+            text = self.llm.generate([GenerationRequest(user_prompt(question.text))])[0].text
+        return Answer(text=text)
+
+
+def test_a_stream_whose_client_disconnects_stops_its_model_work(start_server):
+    import json
+    import socket
+    import time
+
+    def slow(request):
+        time.sleep(0.3)
+        return "Canberra"
+    def build(config, llm, retriever):  # k=7 asks ten times, any other k once
+        return Pipeline(TenCalls(llm) if config.retrieval.k == 7 else VanillaRAG(llm))
+    llm = FakeLLM(slow)
+    server = start_server(llm=llm, build=build)
+    body = json.dumps({"model": "faithrag", "stream": True, "faithrag": {"k": 7},
+                       "messages": [{"role": "user", "content": "Capital?"}]}).encode()
+    with socket.create_connection((server.server.host, server.server.port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        received = b""
+        while b'"role": "assistant"' not in received:  # the stream has started
+            received += sock.recv(65536)
+        time.sleep(0.4)  # the run is under way
+    started = time.monotonic()
+    reply = server.ask({"question": "Capital?", "passages": [{"text": CANBERRA}]})
+    waited = time.monotonic() - started
+    assert reply.status == 200
+    assert waited < 1.5  # not the abandoned run's remaining 2-3 s of model calls
+    assert len(llm.calls) <= 4  # the abandoned run stopped at its next call, then this one
+
+
+def test_the_official_client_retrieves_one_model_and_gets_a_404_for_another(start_server):
+    import openai
+
+    server = start_server()
+    client = client_for(server)
+    for name in ("faithrag", "faithrag/vanilla"):
+        model = client.models.retrieve(name)
+        assert (model.id, model.object, model.owned_by) == (name, "model", "faithrag")
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("faithrag/nonsense")
+    assert "GET /v1/models lists them" in str(info.value)

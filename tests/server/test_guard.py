@@ -172,11 +172,54 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(start_server):
     assert status == 408 and "did not arrive in time" in json.loads(body)["error"]
 
 
+def test_the_body_deadline_is_for_the_whole_body_not_each_chunk(start_server):
+    client = start_server(limits=Limits(body_seconds=1.0))
+    with socket.create_connection((client.server.host, client.server.port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+        started, reply = time.monotonic(), b""
+        for byte in b'{"question": "' * 4:  # one byte every 0.2 s: 11 s at most
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.2)
+            sock.settimeout(0.01)
+            try:
+                reply += sock.recv(65536)
+            except TimeoutError:
+                continue
+            if reply:
+                break
+        elapsed = time.monotonic() - started
+    assert reply.startswith(b"HTTP/1.1 408") and 0.9 <= elapsed < 2.0
+    assert b"connection: close" in reply.lower()
+
+
 def test_bad_content_length_is_a_400(start_server):
     status, _, _ = raw(start_server(), b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                        b"Content-Type: application/json\r\n"
                                        b"Content-Length: lots\r\n\r\n")
     assert status == 400
+
+
+@pytest.mark.parametrize("body, error, hint", [
+    (b'{"question": "caf\xe9?"}', "not valid UTF-8 (byte 17)", "UTF-8"),
+    (b'{"question": "q?", "k": ' + b"7" * 5000 + b"}", "integer string conversion",
+     "numbers of ordinary size"),
+    (b'{"question": "q?", "k": 1e99999}', "", "/openapi.json"),
+])
+def test_an_unreadable_body_is_a_400_with_a_hint(start_server, body, error, hint):
+    llm = FakeLLM(default="x")
+    client = start_server(llm=llm)
+    for path in ("/v1/ask", "/v1/chat/completions"):
+        reply = client.request("POST", path, body, JSON)
+        answer = reply.json()
+        error_text, hint_text = ((answer["error"]["message"], answer["error"]["hint"])
+                                 if isinstance(answer["error"], dict)  # OpenAI's shape
+                                 else (answer["error"], answer["hint"]))
+        assert reply.status == 400 and error in error_text and hint in hint_text
+    assert llm.calls == []
 
 
 @pytest.mark.parametrize("body", [b"[" * 100_000, b'{"question": "q?", "passages": '

@@ -26,12 +26,26 @@ def test_the_page_is_html_and_self_contained(start_server):
     page = reply.body.decode("utf-8")
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
-    assert "default-src 'none'" in reply.headers["Content-Security-Policy"]
     assert "<form" in page and "/v1/ask" in page and "/v1/methods" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.IGNORECASE)
     assert "http://" not in page and "https://" not in page
     for html_sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
         assert html_sink not in page
+
+
+def test_the_page_runs_only_its_own_script_and_cannot_be_framed(start_server):
+    import base64
+    import hashlib
+
+    reply = start_server().get("/")
+    policy = dict(part.strip().split(" ", 1) for part in
+                  reply.headers["Content-Security-Policy"].split(";"))
+    assert policy["default-src"] == "'none'" and "unsafe-inline" not in str(policy)
+    script = re.search(rb"<script>(.*?)</script>", reply.body, re.DOTALL).group(1)
+    digest = base64.b64encode(hashlib.sha256(script).digest()).decode()
+    assert policy["script-src"] == f"'sha256-{digest}'"
+    assert policy["style-src"].startswith("'sha256-")
+    assert policy["frame-ancestors"] == "'none'" and reply.headers["X-Frame-Options"] == "DENY"
 
 
 DOM_HARNESS = r"""
