@@ -75,6 +75,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from faithrag.answers import same_answer
 from faithrag.config import Config
 from faithrag.eval.datasets import RankItem, load_dataset
 from faithrag.eval.ranking_metrics import ranking_metrics
@@ -82,7 +83,6 @@ from faithrag.eval.report import load_run
 from faithrag.eval.stats import bootstrap_ci, wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import ChoiceRequest, Message
-from faithrag.methods.cfrag.answers import same_answer
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
 from faithrag.methods.listwise import cut_text
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict

@@ -33,12 +33,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from faithrag.answers import attack_success, containment
+from faithrag.answers import attack_success, containment, same_answer
 from faithrag.eval.hostile_settings import build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p
 from faithrag.methods.antisyco import agreed_reference
-from faithrag.methods.cfrag.answers import same_answer
 
 COUNTS = ("repair", "asked_again", "same_answer", "request_correct", "reference_correct",
           "request_attacked", "reference_attacked", "fixed", "broken", "request_seconds",

@@ -346,5 +346,5 @@ def test_the_interactive_docs_render_every_route_offline(start_server, chromium)
     paths = {e.text.strip() for e in chromium.find_elements(By.CSS_SELECTOR,
                                                              ".opblock-summary-path")}
     assert paths == {"/", "/health", "/v1/methods", "/v1/ask", "/v1/models",
-                     "/v1/chat/completions"}
+                     "/v1/models/{model}", "/v1/chat/completions"}
     assert [e for e in chromium.get_log("browser") if e["level"] == "SEVERE"] == []
