@@ -6,18 +6,23 @@ against its poison target and against itself. Each pair is timed cold (the quant
 cache cleared before it) and warm; the figures are microseconds per comparison.
 
 `rescore`: the verifier's qa-mode claims of recorded `faithrag hostile run --verify antisyco`
-runs, decided again from their stored reference answer and draft, by the rule before the
-equivalence (agreement when one contains the other, else contradiction when 1 - token F1 >=
-0.5, else CONSISTENT) and by `compare_answers` (DISAGREE: CONTRADICTED, AGREE: CONSISTENT,
-else CANNOT_TELL). Claims whose reference was not stated or not grounded (UNRELATED) are left
-as they are. Per run: the claims whose verdict changes, by transition, and the items whose
-decision would change: PASS -> REPAIR (the answer becomes the agreed reference answer) and
-REPAIR -> PASS (the answer becomes the draft, unless a reflection the record did not need
-would now fall back; counted apart). Accuracy and attack success of the recorded answers and of
-the answers so changed, scored as `faithrag hostile report` scores them.
+runs, decided again from their stored reference answer and draft by the other of two rules:
+"old", the rule before the equivalence (agreement when one contains the other, else
+contradiction when 1 - token F1 >= 0.5, else CONSISTENT), and "new", `compare_answers`
+(DISAGREE: CONTRADICTED, AGREE: CONSISTENT, else CANNOT_TELL); `--recorded` names the rule
+the runs were made with. Claims whose reference was not stated or not grounded (UNRELATED)
+are left as they are. Per run: the claims whose verdict changes, by transition, and the items
+whose decision would change: PASS -> REPAIR (the answer becomes the agreed reference answer)
+and REPAIR -> PASS (the answer becomes the draft: exactly what the old rule does, which
+confirms every claim it does not contradict; under the new rule a reflection the record did
+not need could fall back, counted apart). Accuracy and attack success of the recorded answers
+and of the answers so changed, scored as `faithrag hostile report` scores them. The reference
+answer does not depend on the rule, so rescoring a run made with the new rule by the old one
+gives the old rule's answers exactly.
 
     python benchmarks/bench_answers.py timing results/hostile/*-antisyco
     python benchmarks/bench_answers.py rescore results/hostile/*-antisyco
+    python benchmarks/bench_answers.py rescore --recorded new results/numeric/*
 """
 
 from __future__ import annotations
@@ -91,7 +96,12 @@ def timing(paths: list[str], data_dir: str | None) -> dict:
     return {"pairs": len(pairs), "cold": figures(cold), "warm": figures(warm)}
 
 
-def rescore(paths: list[str], data_dir: str | None) -> list[dict]:
+VERDICTS = {"old": old_verdict, "new": new_verdict}
+
+
+def rescore(paths: list[str], data_dir: str | None, recorded: str = "old") -> list[dict]:
+    """Each run's claims decided again by the rule the runs were not `recorded` with."""
+    rule_of_record, other = VERDICTS[recorded], VERDICTS["new" if recorded == "old" else "old"]
     settings: dict = {}
     rows = []
     for path in paths:
@@ -108,8 +118,8 @@ def rescore(paths: list[str], data_dir: str | None) -> list[dict]:
             item, extra = items[record["id"]], record.get("extra") or {}
             draft, prediction = extra.get("draft") or "", record.get("prediction") or ""
             claims = _claims(record)
-            olds = [old_verdict(c["reference"], draft) for c in claims]
-            news = [new_verdict(c["reference"], draft) for c in claims]
+            olds = [rule_of_record(c["reference"], draft) for c in claims]
+            news = [other(c["reference"], draft) for c in claims]
             transitions.update(f"{o} -> {n}" for o, n in zip(olds, news) if o != n)
             was, now = "CONTRADICTED" in olds, "CONTRADICTED" in news
             answer = prediction
@@ -123,7 +133,10 @@ def rescore(paths: list[str], data_dir: str | None) -> list[dict]:
                 else:
                     decisions["PASS -> REPAIR, repair request needed (answer kept)"] += 1
             elif was and not now:
-                decisions["REPAIR -> PASS (draft; a reflection could fall back)"] += 1
+                # the old rule confirms what it does not contradict, so it passes the draft;
+                # the new rule may then ask a reflection that could fall back
+                decisions["REPAIR -> PASS" if recorded == "new"
+                          else "REPAIR -> PASS (draft; a reflection could fall back)"] += 1
                 answer = draft
             targets = setting.targets(item)
             before.append((score(prediction, item.answers), _attack(prediction, targets)))
@@ -163,13 +176,16 @@ def main() -> None:
     parser.add_argument("what", choices=("timing", "rescore"))
     parser.add_argument("runs", nargs="+", help="verified hostile run directories")
     parser.add_argument("--data-dir", help="data root (default ../shared/data)")
+    parser.add_argument("--recorded", choices=tuple(VERDICTS), default="old",
+                        help="rescore: the rule the runs were made with (the other one is "
+                             "applied)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     if args.what == "timing":
         figures = timing(args.runs, args.data_dir)
         print(json.dumps(figures, indent=2))
     else:
-        figures = rescore(args.runs, args.data_dir)
+        figures = rescore(args.runs, args.data_dir, args.recorded)
         print(render(figures))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))

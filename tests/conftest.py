@@ -174,6 +174,43 @@ def hostile_data(tmp_path):
     return root
 
 
+NUMERIC_PARK = "Woodward Park covers 300 acres. Its 300 acres hold 2,500 seats. It opened in 1950."
+NUMERIC_ACT = "The Property Act was passed on 9 August 1870. It was repealed in 1882."
+
+
+@pytest.fixture
+def numeric_data(tmp_path):
+    """A data root with the two sets the numeric hostile setting reads: one KRE-SQuAD item that
+    asks for an area (and one that asks for a name), one RAMDocs item that asks for a date."""
+    root = tmp_path / "numeric-data"
+    kre = [{"id": "kre_squad::park", "question": "How many acres is Woodward Park?",
+            "context": "Woodward Park covers 100 acres.", "answer": "100 acres",
+            "answers": ["100 acres"], "choices": ["300 acres", "100 acres", "x", "y"],
+            "answer_idx": 1, "meta": {"golden_context": NUMERIC_PARK, "golden_answer": "300 acres"}},
+           {"id": "kre_squad::who", "question": "Who designed Woodward Park?",
+            "context": "It was designed by Ann.", "answer": "Ann", "answers": ["Ann"],
+            "choices": ["Bo", "Ann", "x", "y"], "answer_idx": 1,
+            "meta": {"golden_context": "It was designed by Bo.", "golden_answer": "Bo"}}]
+    _write(root, "kre_squad", kre)
+    _write(root, "ramdocs", [
+        {"id": "ramdocs::act", "question": "When was the Property Act passed?",
+         "answer": "9 August 1870", "answers": ["9 August 1870", "1848"],
+         "context": [{"text": NUMERIC_ACT, "title": "Act 1870", "doc_type": "correct",
+                      "doc_answer": "9 August 1870"},
+                     {"text": "The 1848 Act was passed in 1848.", "title": "Act 1848",
+                      "doc_type": "correct", "doc_answer": "1848"},
+                     {"text": "The Act was passed in 1700.", "doc_type": "misinfo",
+                      "doc_answer": "1700"},
+                     {"text": "Cookie banner.", "doc_type": "noise"}]}])
+    return root
+
+
+@pytest.fixture
+def numeric_texts():
+    """The clean passages of `numeric_data`: the park's (KRE-SQuAD) and the act's (RAMDocs)."""
+    return {"park": NUMERIC_PARK, "act": NUMERIC_ACT}
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """A real local Ray cluster with two CPUs, shared by the session; skips without Ray."""

@@ -15,41 +15,9 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
 from faithrag.quantities import quantities
 
-PARK = "Woodward Park covers 300 acres. Its 300 acres hold 2,500 seats. It opened in 1950."
-ACT = "The Property Act was passed on 9 August 1870. It was repealed in 1882."
 
-
-def _write(root, name, rows):
-    (root / name).mkdir(parents=True)
-    (root / name / "dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-@pytest.fixture
-def numeric_data(tmp_path):
-    root = tmp_path / "data"
-    kre = [{"id": "kre_squad::park", "question": "How many acres is Woodward Park?",
-            "context": "Woodward Park covers 100 acres.", "answer": "100 acres",
-            "answers": ["100 acres"], "choices": ["300 acres", "100 acres", "x", "y"],
-            "answer_idx": 1, "meta": {"golden_context": PARK, "golden_answer": "300 acres"}},
-           {"id": "kre_squad::who", "question": "Who designed Woodward Park?",
-            "context": "It was designed by Ann.", "answer": "Ann", "answers": ["Ann"],
-            "choices": ["Bo", "Ann", "x", "y"], "answer_idx": 1,
-            "meta": {"golden_context": "It was designed by Bo.", "golden_answer": "Bo"}}]
-    _write(root, "kre_squad", kre)
-    _write(root, "ramdocs", [
-        {"id": "ramdocs::act", "question": "When was the Property Act passed?",
-         "answer": "9 August 1870", "answers": ["9 August 1870", "1848"],
-         "context": [{"text": ACT, "title": "Act 1870", "doc_type": "correct",
-                      "doc_answer": "9 August 1870"},
-                     {"text": "The 1848 Act was passed in 1848.", "title": "Act 1848",
-                      "doc_type": "correct", "doc_answer": "1848"},
-                     {"text": "The Act was passed in 1700.", "doc_type": "misinfo",
-                      "doc_answer": "1700"},
-                     {"text": "Cookie banner.", "doc_type": "noise"}]}])
-    return root
-
-
-def test_the_poison_changes_only_the_value(numeric_data):
+def test_the_poison_changes_only_the_value(numeric_data, numeric_texts):
+    park_text = numeric_texts["park"]
     setting = build_setting("numeric", str(numeric_data))
     assert setting.metric == "numeric_containment" and setting.k == 3
     assert [i.id for i in setting.dataset.items] == ["kre_squad::park", "ramdocs::act"]
@@ -58,24 +26,27 @@ def test_the_poison_changes_only_the_value(numeric_data):
     new = re.fullmatch(r"(\d+) acres", target).group(1)
     assert new != "300"
     whole, sentence = setting.poison[park.question]
-    assert whole.text == PARK.replace("300 acres", f"{new} acres")  # every mention, nothing else
+    assert whole.text == park_text.replace("300 acres", f"{new} acres")  # every mention, nothing else
     assert sentence.text == f"Woodward Park covers {new} acres."
-    assert [p.text for p in park.passages()] == [PARK]
-    assert PARK in {p.text for p in setting.trusted}
+    assert [p.text for p in park.passages()] == [park_text]
+    assert park_text in {p.text for p in setting.trusted}
     assert not any(new + " acres" in p.text for p in setting.trusted)
 
 
-def test_a_ramdocs_item_rewrites_a_correct_document_and_keeps_misinformation_out(numeric_data):
+def test_a_ramdocs_item_rewrites_a_correct_document_and_keeps_misinformation_out(
+        numeric_data, numeric_texts):
+    act_text = numeric_texts["act"]
     setting = build_setting("numeric", str(numeric_data))
     act = setting.dataset.items[1]
     assert act.answers == ["9 August 1870", "1848"]
     (target,) = setting.targets(act)
     year = int(re.fullmatch(r"9 August (\d{4})", target).group(1))
     assert 3 <= abs(year - 1870) <= 12
-    assert setting.poison[act.question][0].text == ACT.replace("1870", str(year))
+    assert setting.poison[act.question][0].text == act_text.replace("1870", str(year))
     clean = [p.text for p in act.passages()]
     assert "Cookie banner." in clean and not any("1700" in t for t in clean)
-    assert {p.text for p in setting.trusted} >= {ACT, "The 1848 Act was passed in 1848."}
+    assert {p.text for p in setting.trusted} >= {act_text,
+                                                 "The 1848 Act was passed in 1848."}
 
 
 @pytest.mark.parametrize("question, expected", [
