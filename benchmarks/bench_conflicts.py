@@ -227,13 +227,15 @@ def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:
     return [case for pair in pairs for case in pair if case is not None]
 
 
-def poisoning_cases(setting_name: str, limit: int, data_dir: str | None) -> list[Case]:
-    """Per question of the hostile setting: its hostile top-k (1) and its clean top-k (0)."""
+def poisoning_cases(setting_name: str, limit: int, data_dir: str | None,
+                    offset: int = 0) -> list[Case]:
+    """Per question of the hostile setting (`limit` of them after the first `offset`): its
+    hostile top-k (1) and its clean top-k (0)."""
     setting = build_setting(setting_name, data_dir)
     clean = InMemoryRetriever(setting.dataset.corpus(), mode="bm25")
     hostile = HostileRetriever(clean, setting.poison)
     cases = []
-    for item in setting.dataset.items[:limit]:
+    for item in setting.dataset.items[offset:offset + limit]:
         extra = {"kb_source": item.meta.get("kb_source"), "k": setting.k}
         cases.append(Case(setting_name, item.id, "hostile", item.question,
                           hostile.retrieve(item.question, setting.k), 1, list(item.answers),
@@ -264,7 +266,8 @@ def _qa_items(dataset: str, data_dir: str | None) -> list[QAItem]:
     return [i for i in items if isinstance(i, QAItem)]
 
 
-def build_cases(command: str, dataset: str, limit: int, data_dir: str | None, k: int
+def build_cases(command: str, dataset: str, limit: int, data_dir: str | None, k: int,
+                offset: int = 0
                 ) -> list[Case]:
     if command == "memory":
         return memory_cases(dataset, limit, data_dir)
@@ -273,7 +276,7 @@ def build_cases(command: str, dataset: str, limit: int, data_dir: str | None, k:
     if command == "ambiguity":
         return ambiguity_cases(limit, data_dir)
     if command == "poisoning":
-        return poisoning_cases(dataset, limit, data_dir)
+        return poisoning_cases(dataset, limit, data_dir, offset)
     return surface_cases(limit, data_dir)
 
 
@@ -550,6 +553,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--limit", type=int, default=100, help="items per class")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="poisoning: skip the setting's first M questions (to run it in "
+                             "lanes, each into its own --out)")
     parser.add_argument("-k", type=int, default=5, help="passages: the window of candidates")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -560,7 +566,10 @@ def main(argv: list[str] | None = None) -> None:
                          f"{', '.join(DATASETS[args.command])}")
         if args.limit < 1 or args.k < 1:
             parser.error("--limit and -k must be >= 1")
-        cases = build_cases(args.command, dataset, args.limit, args.data_dir, args.k)
+        if args.offset and args.command != "poisoning":
+            parser.error("--offset is for poisoning")
+        cases = build_cases(args.command, dataset, args.limit, args.data_dir, args.k,
+                            args.offset)
         settings = {"model": args.model, "llm__n_threads": args.threads, "use_cache": False}
         from faithrag.llm import load_llm
         llm = load_llm(configure(None, **settings).llm)

@@ -134,6 +134,13 @@ def test_poisoning_puts_the_poison_on_top_only_in_the_hostile_variant(tmp_path, 
     assert all(p.text != "The tower was finished in 1920." for p in clean.passages)
     assert clean.passages[0].text == "Tower zero was finished in 1889."
     assert len(cases) == 4 and hostile.golds == ["1889"] and hostile.wrongs == ["1920"]
+    lane = bench.poisoning_cases("kre_musique", 5, str(root), offset=1)
+    assert [c.item for c in lane] == [cases[2].item] * 2  # the second question, both variants
+
+
+def test_offset_is_refused_outside_poisoning(tmp_path):
+    with pytest.raises(SystemExit):
+        bench.main(["memory", "--offset", "3", "--out", str(tmp_path)])
 
 
 # ---------------------------------------------------------------- scoring and summaries
