@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from faithrag.answers import containment
-from faithrag.config import Config, CSRAGConfig, cache_dir
+from faithrag.config import Config, CSRAGConfig
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.conflicts import passages_side
@@ -38,6 +38,7 @@ from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
 from faithrag.methods.option_scoring import answer_by_scoring
 from faithrag.methods.plain_answer import answer_plain
+from faithrag.paths import cache_dir
 from faithrag.registry import register
 from faithrag.types import (
     Answer,
