@@ -37,7 +37,7 @@ from pathlib import Path
 from faithrag.eval.datasets import load_dataset
 from faithrag.llm.base import GenerationRequest
 from faithrag.llm.llamacpp import LlamaCppLLM
-from faithrag.methods.cot_json import render_prompt
+from faithrag.methods.cot_answer import render_prompt
 from faithrag.methods.json_answer import parse_json_answer
 from faithrag.methods.schemas import choice_answer_schema
 from faithrag.types import Question

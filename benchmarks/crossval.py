@@ -83,8 +83,8 @@ from faithrag.eval.report import load_run
 from faithrag.eval.stats import bootstrap_ci, wilson_interval
 from faithrag.llm import load_llm
 from faithrag.llm.base import ChoiceRequest, Message
+from faithrag.methods.common import cut_text
 from faithrag.methods.crossval import PAIR_LABELS, build_crossval
-from faithrag.methods.listwise import cut_text
 from faithrag.methods.rank_parsing import STATUS_OK, parse_verdict
 from faithrag.retrieval.chunking import sentence_spans
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds

@@ -15,8 +15,7 @@ The public API:
 - Every error a user can cause is a `FaithragError` with a `hint`.
 """
 
-__version__ = "0.1.0"  # before the imports: modules below read it
-
+from faithrag._version import __version__
 from faithrag.config import Config, LLMConfig
 from faithrag.errors import ConfigError, FaithragError, InputError
 from faithrag.llm import load_llm

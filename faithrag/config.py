@@ -3,7 +3,6 @@ ConfigError that names the key."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -11,16 +10,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from faithrag.errors import ConfigError
+from faithrag.paths import cache_dir  # noqa: F401  (its old import path)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-
-def cache_dir() -> Path:
-    """Root of all on-disk caches (models, wheels, paraphrases, embeddings)."""
-    return Path(os.environ.get("FAITHRAG_CACHE", Path.home() / ".cache" / "faithrag"))
 
 
 class _Strict(BaseModel):

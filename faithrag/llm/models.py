@@ -18,8 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from faithrag.config import cache_dir
 from faithrag.errors import ModelNotFoundError
+from faithrag.paths import cache_dir
 
 
 @dataclass(frozen=True)

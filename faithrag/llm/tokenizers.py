@@ -2,7 +2,7 @@
 
 An OpenAI-compatible server takes token ids (`logit_bias`) that must come from the tokenizer
 the server runs. When the server cannot tokenize for us, or to save the round trips, a local
-copy of that tokenizer is used (faithrag/llm/openai.py checks it once against the server's):
+copy of that tokenizer is used (faithrag/llm/openai/tokens.py checks it once against the server's):
 
 - ``GGUFTokenizer``: the vocabulary of a GGUF (llama-cpp-python, ``vocab_only=True``), its
   chat template and its trained context length (``<architecture>.context_length``);

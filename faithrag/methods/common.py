@@ -1,5 +1,5 @@
-"""Pieces every answer-producing method shares: evidence rendering, LLM calls recorded in the
-trace, and reading a chosen option out of model output."""
+"""Pieces every answer-producing method shares: evidence rendering (and cutting), LLM calls
+recorded in the trace, and reading a chosen option out of model output."""
 
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def render_passages(texts: Sequence[str], titles: Sequence[str] | None = None,
 
 def render_choices(choices: Sequence[str]) -> str:
     return "\n".join(f"{letter}. {choice}" for letter, choice in zip(string.ascii_uppercase, choices))
+
+
+def cut_text(llm: LLM, text: str, max_tokens: int) -> str:
+    """`text` cut to its first max_tokens tokens (whole when shorter)."""
+    ids = llm.tokenize(text)
+    return text if len(ids) <= max_tokens else llm.detokenize(ids[:max_tokens])
 
 
 def fit(llm: LLM, render: Render, passages: Sequence[Passage], reserve: int,

@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING
 from faithrag.answers import canonical_answer, normalize_answer, same_answer, yes_no_polarity
 from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
 from faithrag.methods.common import (
+    cut_text,
     fit,
     generate,
     match_choice,
@@ -87,9 +88,8 @@ from faithrag.methods.common import (
     render_passages,
 )
 from faithrag.methods.conflicts import excerpt, passages_side
-from faithrag.methods.crossval import SIDE_INSTRUCTION, SIDE_SYSTEM, same_subject_log_odds
 from faithrag.methods.judgements import parse_reference_answer
-from faithrag.methods.listwise import cut_text
+from faithrag.methods.passage_prompts import SIDE_INSTRUCTION, SIDE_SYSTEM, same_subject_log_odds
 from faithrag.registry import register
 from faithrag.types import (
     PARSE_OK,

@@ -22,7 +22,7 @@ Each round, at most `max_rounds`:
      the two passages speak of one subject (Yes/No scored in both orders); below
      `same_subject_threshold` the pair is taken for two readings of an ambiguous question and
      left standing.
-3. Re-rank: the passages left are ordered with `faithrag.methods.listwise` (the `listwise`
+3. Re-rank: the passages left are ordered with `faithrag.methods.listwise_ranking` (the `listwise`
    baseline's prompt and sliding window), or, with `final_order="first_stage"` (ours), keep their
    incoming order and no ranking call is made.
 
@@ -72,14 +72,16 @@ from faithrag.llm.base import LLM, ChoiceRequest, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.base import RemovedPassage, RerankResult
-from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, generate, render_passages
+from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, cut_text, generate, render_passages
 from faithrag.methods.conflicts import passages_side
 from faithrag.methods.judgements import parse_reference_answer
-from faithrag.methods.listwise import (
-    ListwiseRanker,
-    cut_text,
-    passages_prompt,
-    ranker_from_config,
+from faithrag.methods.listwise_ranking import ListwiseRanker, passages_prompt, ranker_from_config
+from faithrag.methods.passage_prompts import (
+    PAIR_LABELS,
+    SIDE_INSTRUCTION,
+    SIDE_SYSTEM,
+    render_labelled,
+    same_subject_log_odds,
 )
 from faithrag.methods.rank_parsing import (
     STATUS_FAILED,
@@ -97,7 +99,6 @@ from faithrag.methods.schemas import (
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import (
     sigmoid,
-    yes_log_odds,
     yes_log_odds_many,
     yes_no_request,
 )
@@ -129,52 +130,17 @@ VALIDATE_INSTRUCTION = (
     "Reply in exactly two lines:\n"
     "Reason: <one or two sentences>\n"
     "False passage: <A or B>")
-PAIR_LABELS = ("A", "B")
 STATUS_INCONSISTENT = "inconsistent"  # the two orders named different passages
 STATUS_TIED = "tied"  # "support": the other passages support neither side more
 STATUS_AMBIGUOUS = "ambiguous"  # the pair speaks of two different subjects
 # the pair stands and is not asked again
 UNDECIDED = (STATUS_NONE, STATUS_INCONSISTENT, STATUS_TIED, STATUS_AMBIGUOUS)
 
-SIDE_SYSTEM = "You read one passage and answer a question from it alone. " + DATA_NOT_INSTRUCTIONS
-SIDE_INSTRUCTION = (
-    "What answer to the question does this passage give? Reply in one line: \"ANSWER: <a short "
-    "phrase>\", or \"ANSWER: NOT STATED\" if the passage does not give one.")
 SUPPORT_SYSTEM = ("You check whether a passage supports a claim about a question. "
                   + DATA_NOT_INSTRUCTIONS)
 SUPPORT_INSTRUCTION = ('Claim: the answer to the question is "{answer}".\n'
                        "Does the passage support this claim? Answer Yes or No.")
-SUBJECT_SYSTEM = ("You compare two passages retrieved for a question. "
-                  + DATA_NOT_INSTRUCTIONS)
-SUBJECT_INSTRUCTION = (
-    "A name in a question can refer to several different people, works, places or events. Do "
-    "passages A and B speak about the same one? Answer Yes or No.")
 MIN_PASSAGES_PER_ROUND = 3  # the pair and at least one passage to cross-validate against
-
-
-def _render_labelled(labelled: list[tuple[str, str, str]]) -> str:
-    """Passages with explicit ids (label, title, text), framed by render_passages."""
-    return render_passages([text for _, _, text in labelled],
-                           [title for _, title, _ in labelled],
-                           [label for label, _, _ in labelled])
-
-
-def same_subject_log_odds(llm: LLM, question: Question, a: Passage, b: Passage,
-                          passage_tokens: int, step: Step) -> float:
-    """The log-odds of "Yes", passages a and b (cut to `passage_tokens`) speak of the same
-    subject, averaged over the orders (a, b) and (b, a) to cancel the model's preference for
-    either position: two choice-scoring calls, recorded on `step`."""
-    def render_pair(first: Passage, second: Passage):
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            pair = _render_labelled(list(zip(PAIR_LABELS, (first.title, second.title), texts)))
-            user = f"Question: {question.text.strip()}\n\n{pair}\n\n{SUBJECT_INSTRUCTION}"
-            return (Message("system", SUBJECT_SYSTEM), Message("user", user))
-        return render
-
-    odds = [yes_log_odds(llm, render_pair(x, y), [cut_text(llm, x.text, passage_tokens),
-                                                   cut_text(llm, y.text, passage_tokens)],
-                         "same_subject", step, reserve=4) for x, y in ((a, b), (b, a))]
-    return sum(odds) / len(odds)
 
 
 class CrossValidatedReranker:
@@ -215,7 +181,7 @@ class CrossValidatedReranker:
             others = texts[2:]
             reference = (render_passages(others, titles[2:]) if others else "(none)")
             user = (f"Question: {question.text.strip()}\n\n"
-                    f"Conflicting passages:\n{_render_labelled(pair)}\n\n"
+                    f"Conflicting passages:\n{render_labelled(pair)}\n\n"
                     f"Other passages, for cross-checking:\n{reference}\n\n"
                     f"{VALIDATE_INSTRUCTION}")
             return (Message("system", VALIDATE_SYSTEM), Message("user", user))

@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from faithrag.config import cache_dir
 from faithrag.errors import ConfigError
+from faithrag.paths import cache_dir
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.config import cache_dir
+from faithrag.paths import cache_dir
 from faithrag.retrieval.embedder import Embedder
 
 _LOOKUP_BATCH = 500  # SQLite limits the number of bound parameters per statement

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from faithrag import __version__
+from faithrag._version import __version__
 from faithrag.errors import ConfigError, DataError, EmptyIndexError
 from faithrag.retrieval.bm25 import BM25Index, BM25Params
 from faithrag.retrieval.chunking import ChunkSettings

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from faithrag import __version__
+from faithrag._version import __version__
 from faithrag.errors import ConfigError, EmptyIndexError, MissingExtraError
 from faithrag.retrieval.chunking import ChunkSettings
 from faithrag.retrieval.embedder import Embedder, get_embedder

@@ -10,12 +10,12 @@ import pytest
 
 from faithrag.llm.fake import FakeLLM
 from faithrag.llm.framing import frame, neutralise_tags
-from faithrag.methods import antisyco, choice_scoring, cot_json, vanilla
+from faithrag.methods import antisyco, cot_answer, option_scoring, plain_answer
 from faithrag.methods.cfrag.drafting import draft_request, synthesis_request
 from faithrag.methods.common import render_passages
 from faithrag.methods.crossval import CrossValidatedReranker
 from faithrag.methods.csrag.paraphrase import Paraphraser
-from faithrag.methods.listwise import ListwiseRanker, passages_prompt
+from faithrag.methods.listwise_ranking import ListwiseRanker, passages_prompt
 from faithrag.retrieval.scorers.llm_judge import LLMJudgeScorer
 from faithrag.types import Answer, Passage, Question, Step, Trace
 
@@ -68,15 +68,15 @@ def called(llm: FakeLLM) -> list[str]:
 
 
 def _vanilla(llm, data):
-    return [contents(vanilla.render_prompt(QUESTION, [data.title])([data.text]))]
+    return [contents(plain_answer.render_prompt(QUESTION, [data.title])([data.text]))]
 
 
 def _cot_json(llm, data):
-    return [contents(cot_json.render_prompt(CHOICE_QUESTION, [data.title])([data.text]))]
+    return [contents(cot_answer.render_prompt(CHOICE_QUESTION, [data.title])([data.text]))]
 
 
 def _choice_scoring(llm, data):
-    return [contents(choice_scoring.render_prompt(CHOICE_QUESTION, [data.title])([data.text]))]
+    return [contents(option_scoring.render_prompt(CHOICE_QUESTION, [data.title])([data.text]))]
 
 
 def _cfrag_draft(llm, data):

@@ -556,7 +556,7 @@ def test_server_first_token_scores_match_the_model(llama_server, tiny_gguf, refe
     ids = [llm.tokenize(c)[0] for c in choices]
     bias = TokenBias.from_mapping({ids[2]: 4.0, ids[0]: -1.0})
     scores = llm.score_choices(ChoiceRequest(CAPITAL, choices, bias=bias))
-    _, rows = reference_logprobs(reference_llama, llm._render_chat(CAPITAL))
+    _, rows = reference_logprobs(reference_llama, llm.render_chat(CAPITAL))
     expected = [rows[-1][i] + bias.as_dict().get(i, 0.0) for i in ids]
     assert scores.token_counts == [1, 1, 1] and not scores.warnings
     assert scores.logprobs == pytest.approx(expected, abs=0.05)
@@ -570,7 +570,7 @@ def test_server_scores_multi_token_choices_token_by_token(llama_server, tiny_ggu
     messages = user_prompt("Capital of India?", system="Be brief.")
     choices = ("New York", "New Delhi")  # same first token: needs whole-choice scoring
     scores = llm.score_choices(ChoiceRequest(messages, choices))
-    context = llm._render_chat(messages)
+    context = llm.render_chat(messages)
     context_ids, _ = reference_logprobs(reference_llama, context)
     expected = []
     for choice in choices:

@@ -27,10 +27,10 @@ from faithrag.llm.base import (
 )
 from faithrag.llm.openai import (
     OpenAICompatLLM,
-    _completion_logprobs,
     log_normaliser_bounds,
     probability_error,
 )
+from faithrag.llm.openai.replies import completion_logprobs
 
 BASE = "http://llm.test/v1"
 TEMPLATE = "<s>user: q\nassistant: "
@@ -333,8 +333,9 @@ def test_a_bias_on_choices_of_several_tokens_is_normalised_from_the_top_log_prob
         ChoiceRequest(user_prompt("q"), choices, "A: ", TokenBias.from_mapping(bias)))
     assert scores.probabilities() == pytest.approx(exact_probabilities(choices, bias), abs=1e-9)
     assert scores.probability_error < 1e-9 and scores.token_counts == [3, 3, 3]
-    assert llm._top_n == 1000  # the server returns that many top log-probs
-    assert llm._tops_by_id == content_shape and llm._grammar_runs == (grammar is not None)
+    verdict = llm._scorer.forced.scoring
+    assert verdict.top_n == 1000  # the server returns that many top log-probs
+    assert verdict.tops_by_id == content_shape and verdict.grammar_runs == (grammar is not None)
     alone = [b for p, b in server.calls if p == "/v1/completions" and b.get("logit_bias") == {
         "200": 100.0}]
     # byte 200, listed under the text that all bytes 128-255 share, is asked on its own once per
@@ -354,7 +355,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
 @given(JSON)
 def test_completion_log_probs_of_any_shape_are_read_or_given_as_none(logprobs):
     data = {"choices": [{"text": "", "logprobs": logprobs}]}
-    read = _completion_logprobs(data, BASE)
+    read = completion_logprobs(data, BASE)
     assert isinstance(read, dict)
     if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list) and read:
         assert len(read["tokens"]) == len(read["token_logprobs"]) == len(logprobs["content"])
@@ -379,7 +380,8 @@ def test_a_bias_the_top_log_probs_cannot_bound_closely_enough_is_refused():
     bias = TokenBias.from_mapping({b: 3.0 for b in b"abcdefghijklmnopqrstuvwxyz"})
     with pytest.raises(ServerRejectedError, match="known only to within") as refused:
         llm.score_choices(ChoiceRequest(user_prompt("q"), ("Bee", "Cat"), "A: ", bias))
-    assert llm._top_n == 20  # the wider request was refused, as vLLM's default cap does
+    # the wider request was refused, as vLLM's default cap does
+    assert llm._scorer.forced.scoring.top_n == 20
     assert "--llm llamacpp" in refused.value.hint and "--max-logprobs 1000" in refused.value.hint
     # without a local tokenizer the top log-probs' texts name no tokens: only the forced
     # tokens are known, and the same choices are refused
@@ -598,7 +600,8 @@ def test_server_option_probabilities_equal_the_embedded_backends(any_llama_serve
         assert over_http.token_counts == in_process.token_counts
         assert over_http.probabilities() == pytest.approx(in_process.probabilities(), abs=1e-3)
         assert over_http.best == in_process.best
-    assert server._forced_usable is True and server._grammar_runs is True
+    verdict = server._scorer.forced.scoring
+    assert verdict.usable and verdict.grammar_runs
 
 
 @pytest.mark.server
@@ -615,7 +618,7 @@ def test_server_option_probabilities_do_not_depend_on_what_the_server_read_befor
                              context_window=2048, concurrency=1)
     request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
     exact = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1).score_choices(request)
-    rendered = server._render_chat(DARWIN) + "Answer: "
+    rendered = server.render_chat(DARWIN) + "Answer: "
     scored = []
     for before in ("Reset.", rendered + "New", rendered + "Northern"):
         httpx.post(f"{any_llama_server}/completions", json={"prompt": before, "max_tokens": 1},
@@ -639,9 +642,10 @@ def test_server_grammar_runs_score_each_option_in_one_request_as_in_process(any_
     server = OpenAICompatLLM(any_llama_server, "tiny", tokenizer=str(tiny_gguf),
                              context_window=2048, concurrency=1)
     request = ChoiceRequest(DARWIN, ("Northern Territory", "New South Wales"), "Answer: ")
-    before = server._run_cached.cache_info().misses
+    runs = server._scorer.forced.runs_cached
+    before = runs.cache_info().misses
     scores = server.score_choices(request)
-    assert server._grammar_runs and server._run_cached.cache_info().misses - before == 2
+    assert server._scorer.forced.scoring.grammar_runs and runs.cache_info().misses - before == 2
     assert min(scores.token_counts) > 1
     in_process = LlamaCppLLM(str(tiny_gguf), n_ctx=2048, n_threads=1).score_choices(request)
     assert scores.logprobs == pytest.approx(in_process.logprobs, abs=1e-3)

@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from faithrag.errors import ServerRejectedError
-from faithrag.llm import openai as openai_module
 from faithrag.llm.base import GenerationRequest, user_prompt
 from faithrag.llm.grammar import gbnf_for
 from faithrag.llm.openai import OpenAICompatLLM
+from faithrag.llm.openai import structure as structure_module
 from faithrag.methods.schemas import choice_answer_schema, label_grammar
 
 BASE = "http://llm.test/v1"
@@ -73,10 +73,10 @@ def no_llama_cpp_python(monkeypatch):
     def no_converter(schema, grammar):
         raise ImportError("No module named 'llama_cpp'")
 
-    monkeypatch.setattr(openai_module, "gbnf_for", no_converter)
-    openai_module._schema_gbnf.cache_clear()
+    monkeypatch.setattr(structure_module, "gbnf_for", no_converter)
+    structure_module.schema_gbnf.cache_clear()
     yield
-    openai_module._schema_gbnf.cache_clear()
+    structure_module.schema_gbnf.cache_clear()
 
 
 def form_of(body: dict) -> str | None:
@@ -166,7 +166,7 @@ def test_an_error_that_the_plain_request_gets_too_is_raised_and_blames_no_form()
     llm = OpenAICompatLLM(BASE, "m", transport=httpx.MockTransport(handler), backoff=0.001)
     with pytest.raises(ServerRejectedError):
         llm.generate([ask(schema=SCHEMA)])
-    assert llm._refused_forms == set()
+    assert llm._forms.refused == set()
 
 
 def test_a_reply_to_a_schema_that_is_not_json_says_once_the_server_may_ignore_it():
@@ -238,7 +238,8 @@ def test_the_real_llama_cpp_servers_return_schema_valid_json(any_llama_server, t
         assert len(value["Reason"]) <= schema["properties"]["Reason"]["maxLength"]
         assert not any("unconstrained" in w for w in completion.warnings)
     # llama-server takes the OpenAI form; llama-cpp-python's server the GBNF compiled here
-    assert llm._refused_forms == (set() if llm._flavor == "llama-server" else {"json_schema"})
+    flavour = llm._session.flavour().name
+    assert llm._forms.refused == (set() if flavour == "llama-server" else {"json_schema"})
     grammar = label_grammar("SUPPORT", ("SUPPORTED", "PARTIAL", "UNSUPPORTED"))
     graded = llm.generate([GenerationRequest(user_prompt("Is the sky green?"), max_tokens=16,
                                              grammar=grammar)])[0]

@@ -1,5 +1,5 @@
 from faithrag.llm.base import ChoiceScores
-from faithrag.methods.choice_scoring import picked_option
+from faithrag.methods.option_scoring import picked_option
 from faithrag.types import Step
 
 

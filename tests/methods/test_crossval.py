@@ -9,7 +9,7 @@ from faithrag.explain import render_explanation
 from faithrag.llm.base import ChoiceScores
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.crossval import SIDE_SYSTEM, VALIDATE_SYSTEM, CrossValidatedReranker
-from faithrag.methods.listwise import PASSAGES_SYSTEM, ListwiseRanker
+from faithrag.methods.listwise_ranking import PASSAGES_SYSTEM, ListwiseRanker
 from faithrag.pipeline import Pipeline
 from faithrag.types import Passage, Question, Trace
 

@@ -5,10 +5,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.listwise import (
+from faithrag.methods.listwise import ListwiseReranker
+from faithrag.methods.listwise_ranking import (
     PASSAGES_SYSTEM,
     ListwiseRanker,
-    ListwiseReranker,
     sliding_window_order,
     window_spans,
 )

@@ -83,7 +83,7 @@ from faithrag.methods.cfrag.sampling import stratified_subsets
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.common import generate, match_choice
 from faithrag.methods.conflicts import passages_side
-from faithrag.methods.vanilla import read_answer
+from faithrag.methods.plain_answer import read_answer
 from faithrag.registry import register
 from faithrag.retrieval.embedder import Embedder, get_embedder
 from faithrag.retrieval.retriever import InMemoryRetriever

@@ -16,8 +16,8 @@ from faithrag.methods.common import (
     question_block,
     render_passages,
 )
+from faithrag.methods.plain_answer import ANSWER_STOP, render_prompt
 from faithrag.methods.schemas import draft_grammar, short_answer_grammar
-from faithrag.methods.vanilla import ANSWER_STOP, render_prompt
 from faithrag.types import Passage, Question, Step
 
 DRAFT_SYSTEM = ("You answer a question from the passages you are given and say in one sentence "

@@ -27,17 +27,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from faithrag.answers import containment
-from faithrag.config import Config, CSRAGConfig, cache_dir
+from faithrag.config import Config, CSRAGConfig
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
-from faithrag.methods.choice_scoring import answer_by_scoring
 from faithrag.methods.conflicts import passages_side
-from faithrag.methods.cot_json import answer_json, answer_json_scored
+from faithrag.methods.cot_answer import answer_json, answer_json_scored
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.facts import Facts, extract_facts
 from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
-from faithrag.methods.vanilla import answer_plain
+from faithrag.methods.option_scoring import answer_by_scoring
+from faithrag.methods.plain_answer import answer_plain
+from faithrag.paths import cache_dir
 from faithrag.registry import register
 from faithrag.types import (
     Answer,

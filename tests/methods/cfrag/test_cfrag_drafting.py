@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.cfrag.drafting import asks_yes_or_no, draft_request, synthesis_request
-from faithrag.methods.vanilla import ANSWER_STOP, render_prompt
+from faithrag.methods.plain_answer import ANSWER_STOP, render_prompt
 from faithrag.types import Passage, Question, Step
 
 PASSAGES = [Passage("p1", "Pothos is a genus of flowering plants.", "Pothos")]

@@ -1,0 +1,131 @@
+"""HTTP to an OpenAI-compatible server: one httpx client, a timeout on every attempt, retries
+with back-off, the errors a caller gets, and requests run a few at a time.
+
+Connection errors, timeouts, 429 and 5xx are retried `max_retries` times with exponential
+back-off and jitter (a numeric Retry-After is honoured, up to MAX_BACKOFF seconds). When the
+attempts run out, a server that never answered (or kept answering 429/502/503/504) gives
+ServerUnreachableError; one that kept failing with another 5xx gives ServerRejectedError with
+its message, as does any 4xx at once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import httpx
+
+from faithrag.errors import ServerRejectedError, ServerUnreachableError
+
+MAX_BACKOFF = 30.0
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def error_message(response: httpx.Response) -> str:
+    """The server's own explanation of a failed request, in the shapes servers use."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:500] or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return str(error)[:500]
+    return str(body)[:500]
+
+
+def server_root(base_url: str) -> str:
+    """The server's root URL: `base_url` without a trailing /v1 (where tokenize endpoints are)."""
+    root = base_url.rstrip("/")
+    return root.removesuffix("/v1")
+
+
+class Transport:
+    """JSON requests to one server. `base_url` is the API root (with /v1), `root_url` the
+    server's; `timeout` is per attempt (connecting capped at 10 s); `concurrency` bounds the
+    requests `map` keeps in flight (and the client's connections, with 2 to spare)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float, max_retries: int,
+                 backoff: float, concurrency: int, transport: httpx.BaseTransport | None):
+        self.base_url = base_url.rstrip("/")
+        self.root_url = server_root(self.base_url)
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._backoff = backoff
+        self._concurrency = concurrency
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            headers=headers,
+            # no pool timeout: callers sharing the client queue for a connection, and that
+            # wait is not the server's silence
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0), pool=None),
+            limits=httpx.Limits(max_connections=concurrency + 2),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        """The JSON body of the server's answer to `method url` with `payload`, retried as the
+        module docstring says; ServerRejectedError or ServerUnreachableError otherwise."""
+        attempts = self._max_retries + 1
+        last, last_status, retry_after = "", 0, 0.0
+        for attempt in range(attempts):
+            if attempt:
+                delay = self._backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+                time.sleep(min(MAX_BACKOFF, max(delay, retry_after)))
+            try:
+                response = self._client.request(method, url, json=payload)
+            except httpx.TimeoutException:
+                last, last_status, retry_after = f"no answer within {self._timeout:g} s", 0, 0.0
+                continue
+            except httpx.TransportError as exc:
+                last, last_status, retry_after = f"connection failed: {exc}", 0, 0.0
+                continue
+            status = response.status_code
+            if status == 429 or status >= 500:
+                last, last_status = f"HTTP {status}: {error_message(response)}", status
+                header = response.headers.get("retry-after", "")
+                retry_after = float(header) if header.replace(".", "", 1).isdigit() else 0.0
+                continue
+            if status >= 400:
+                raise ServerRejectedError(
+                    f"{url} rejected the request (HTTP {status}): {error_message(response)}",
+                    "The server does not accept a parameter or value this request used; see its "
+                    "message (and its log).")
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise ServerRejectedError(
+                    f"{url} answered HTTP {status} with a body that is not JSON: "
+                    f"{response.text[:200]!r}",
+                    "Check that --base-url points at an OpenAI-compatible API (usually ending "
+                    "in /v1).") from exc
+        if last_status and last_status not in (429, 502, 503, 504):
+            raise ServerRejectedError(
+                f"{url} kept failing after {attempts} attempts (last: {last}).",
+                "The server is up but fails on this request; see its log.")
+        raise ServerUnreachableError(
+            f"The server at {url} did not answer after {attempts} attempts (last: {last}).",
+            "Start the server or check --base-url (and the timeout).")
+
+    def probe(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+        """A request for an optional endpoint: None when the server refuses it (4xx)."""
+        try:
+            return self.request(method, url, payload)
+        except ServerRejectedError:
+            return None
+
+    def map(self, fn: Callable[[_Item], _Result], items: list[_Item]) -> list[_Result]:
+        """`fn` of each item, `concurrency` at once, in input order."""
+        if len(items) <= 1 or self._concurrency == 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
