@@ -3,7 +3,8 @@
 `timing`: the time of one comparison, over real answer pairs: every claim's reference answer
 against its draft in the given verifier runs, and every numeric-setting item's gold answer
 against its poison target and against itself. Each pair is timed cold (the quantity reader's
-cache cleared before it) and warm; the figures are microseconds per comparison.
+cache cleared before it) and warm, in this process's CPU time (so that other work on the
+machine does not count); the figures are microseconds per comparison.
 
 `rescore`: the verifier's qa-mode claims of recorded `faithrag hostile run --verify antisyco`
 runs, decided again from their stored reference answer and draft by the other of two rules:
@@ -81,12 +82,12 @@ def timing(paths: list[str], data_dir: str | None) -> dict:
     cold, warm = [], []
     for a, b in pairs:
         quantities.cache_clear()
-        start = time.perf_counter()
+        start = time.process_time()
         compare_answers(a, b)
-        cold.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        cold.append(time.process_time() - start)
+        start = time.process_time()
         compare_answers(a, b)
-        warm.append(time.perf_counter() - start)
+        warm.append(time.process_time() - start)
 
     def figures(values: list[float]) -> dict:
         ordered = sorted(values)

@@ -11,13 +11,6 @@ import faithrag
 
 PACKAGE = Path(faithrag.__file__).parent
 METHODS = "faithrag.methods"
-# (importer, stage) pairs allowed for now, each with the change that removes it; an entry no
-# longer needed fails `test_no_stage_imports_another_stage`, so that it is deleted
-PENDING = {
-    ("faithrag.methods.antisyco", "faithrag.methods.vanilla"):
-        "antisyco.py should import the plain answer prompt from faithrag.methods.plain_answer; "
-        "then drop vanilla's re-export of SYSTEM and passages_head",
-}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -139,11 +132,9 @@ def test_no_stage_imports_another_stage():
     found = {(name, target) for name in MODULES if name.startswith(METHODS + ".")
              for target in imported_modules(name, module_level=False)
              if target in STAGES and stage_unit(target) != stage_unit(name)}
-    assert found - set(PENDING) == set(), (
+    assert found == set(), (
         "modules of faithrag.methods import another stage (move what they share into a "
         "shared module such as faithrag.methods.common)")
-    stale = set(PENDING) - found
-    assert not stale, f"no longer needed, remove from PENDING: {sorted(stale)}"
 
 
 def test_module_level_imports_have_no_cycle():

@@ -7,7 +7,7 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
    are the retrieved passages relevant to the question (RELEVANT / SUSPICIOUS / IRRELEVANT and
    a score 0-1), and do they support the draft (SUPPORTED / PARTIAL / UNSUPPORTED)? With
    `reuse_draft_reading` (default) both requests begin exactly as the plain draft prompt
-   (faithrag.methods.vanilla: its system message, the passages, the question) and mark that as
+   (faithrag.methods.plain_answer: its system message, the passages, the question) and mark that as
    a prefix to keep between calls (`GenerationRequest.keep_prefix`, as the draft does), so the
    embedded backend restores the keys/values the draft computed for the passages instead of
    computing them again (each call's results remain a function of its arguments: the prefix
@@ -122,15 +122,15 @@ from faithrag.methods.judgements import (
     parse_reference_answer,
     parse_score,
 )
-from faithrag.methods.schemas import claims_grammar, label_grammar, labelled_answer_grammar
-from faithrag.methods.vanilla import (
+from faithrag.methods.plain_answer import (
     ANSWER_STOP,
     FREE_FORM,
     MULTIPLE_CHOICE,
     passages_head,
     read_answer,
 )
-from faithrag.methods.vanilla import SYSTEM as DRAFT_SYSTEM
+from faithrag.methods.plain_answer import SYSTEM as DRAFT_SYSTEM
+from faithrag.methods.schemas import claims_grammar, label_grammar, labelled_answer_grammar
 from faithrag.registry import register
 from faithrag.retrieval.index import Index
 from faithrag.retrieval.knowledge_base import check_knowledge_base, open_knowledge_base

@@ -7,16 +7,11 @@ from typing import TYPE_CHECKING
 
 from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.methods.common import generate, question_block
-
-# SYSTEM and passages_head are re-exported for faithrag.methods.antisyco only, until it imports
-# them from faithrag.methods.plain_answer
-from faithrag.methods.plain_answer import (  # noqa: F401
+from faithrag.methods.plain_answer import (
     ANSWER_STOP,
     FREE_FORM,
     MULTIPLE_CHOICE,
-    SYSTEM,
     answer_plain,
-    passages_head,
     read_answer,
 )
 from faithrag.registry import register
