@@ -38,7 +38,6 @@ from faithrag.eval.datasets import ContextDoc, QAItem, load_dataset
 from faithrag.quantities import Quantity, compare, prepare, quantities, remainder
 from faithrag.types import Passage
 
-SOURCES = ("kre_squad", "ramdocs")
 YEAR_SHIFTS = (-12, -9, -7, -5, -4, -3, 3, 4, 5, 7, 9, 12)
 SCALES = (0.5, 0.6, 0.75, 1.25, 1.5, 2.0)
 MAX_OTHER_WORDS = 4
