@@ -55,7 +55,8 @@ a re-run skips what is there. Records hold no gold answer, only what is derived 
 they can be kept beside the code. The summary (printed as markdown, and OUT/summary.json)
 covers every measurement in OUT/records.jsonl: per data set and flag, over all items and over
 the subsets that test the label's premise (memory: the items whose closed-book answer is the
-golden answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus), and
+golden answer; poisoning: the PoisonedRAG questions with clean evidence in the corpus, and
+the numeric setting's KRE-SQuAD and RAMDocs questions apart), and
 over all its data sets, n positive / n negative, could not tell per class,
 precision and recall with 95 % Wilson intervals, and the seconds of the detect step against the
 generate step of the same runs; for `surface`, the strict share per way with Wilson intervals
@@ -117,7 +118,11 @@ SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
     "memory": {"closed-book answer = golden answer": lambda r: bool(r.get("recalls_golden"))},
     # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
     # unrelated text)
-    "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context"},
+    "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context",
+                  # the numeric setting's sources: RAMDocs questions have several valid answers,
+                  # so their clean top-k holds passages that rightly disagree
+                  "KRE-SQuAD items": lambda r: r["item"].startswith("kre_squad::"),
+                  "RAMDocs items": lambda r: r["item"].startswith("ramdocs::")},
     # kre_conflict_rank's two sources: multi-hop questions, then single-hop ones
     "passages": {"MuSiQue items": lambda r: r["item"].startswith("kre_musique::"),
                  "SQuAD items": lambda r: r["item"].startswith("kre_squad::")},
