@@ -25,12 +25,12 @@ Words that state an amount without a value ("a few", "several hundred", "dozens"
 ``vague``: an answer that holds one cannot be compared by value.
 
 Comparison: two numbers in the same unit, or one without a unit, are the same only when equal
-(1.5 million is not 15 million, 3/4 is not 34); in two convertible units they are the same
-when one of them, converted and rounded to the precision the other is written with, gives
-the other ("12 °C" = "53.6 °F" = "54 °F", "100 km" = "62 miles"; "10 km" is not "10 miles"). Two dates are the same
-when every field both give (year, month, day) is equal: a year agrees with a full date in that
-year, two different years never agree; a decade or century agrees with a year inside it. Two
-ranges are the same when both ends are; a value inside a range, or at one end, is not
+(1.5 million is not 15 million, 3/4 is not 34); in two convertible units they are the same when
+one of them, converted and rounded to the precision the other is written with, gives the other
+("12 °C" = "53.6 °F" = "54 °F", "100 km" = "62 miles"; "10 km" is not "10 miles"). Two dates are
+the same when every field both give (year, month, day) is equal: a year agrees with a full date
+in that year, two different years never agree; a decade or century agrees with a year inside it.
+Two ranges are the same when both ends are; a value inside a range, or at one end, is not
 comparable with it; a value outside it differs. Different dimensions are not comparable.
 
 Example::
@@ -139,7 +139,8 @@ _WORD_NUMBER = re.compile(
     rf"\b(?:(?:a|an)\s+)?(?P<words>(?:{_NUMBER_WORD_RE})(?:(?:\s+and\s+|[\s-]+)"
     rf"(?:{_NUMBER_WORD_RE}))*)\b"
     rf"(?:\s*(?P<deg>degrees?)?\s*(?P<unit>{_UNIT_RE})(?![\w²]))?")
-_HALF_SCALE = re.compile(rf"\bhalf\s+a\s+(?P<scale>{_alternation(['thousand', 'million', 'billion'])})\b")
+_HALF_SCALE = re.compile(
+    rf"\bhalf\s+a\s+(?P<scale>{_alternation(['thousand', 'million', 'billion'])})\b")
 _ORDINAL_WORD = re.compile(rf"\b(?P<word>{_ORDINAL_WORD_RE})\b")
 
 _VAGUE_BEFORE = re.compile(r"\b(?:several|few|many)\s*$")  # "several hundred" has no value

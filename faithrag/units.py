@@ -70,7 +70,8 @@ _units("currency:eur", 1.0, "euro", "euros", "eur")
 _units("currency:gbp", 1.0, "gbp", "pounds sterling")
 _units("currency:jpy", 1.0, "yen", "jpy")
 TEMPERATURES = {  # alias -> scale
-    "°c": "C", "° c": "C", "c": "C", "celsius": "C", "degrees celsius": "C", "degree celsius": "C",
+    "°c": "C", "° c": "C", "c": "C", "celsius": "C", "degrees celsius": "C",
+    "degree celsius": "C",
     "centigrade": "C", "degrees centigrade": "C", "°f": "F", "° f": "F", "f": "F",
     "fahrenheit": "F", "degrees fahrenheit": "F", "degree fahrenheit": "F", "kelvin": "K",
     "kelvins": "K", "degrees kelvin": "K"}

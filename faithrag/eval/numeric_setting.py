@@ -17,8 +17,9 @@ Poison, two passages: the clean document with every mention of the gold value re
 another value of the same kind, in the same format and with the same words and units (a date's
 year, or a bare year where the question asks for a date or a year, moved by 3 to 12 years; a
 number scaled by 0.5 to 2 and rounded as the original is: "200,000 Danish krone" becomes
-"120,000 Danish krone"), and the sentence of that rewritten document that first states it. The target is the gold answer with the same rewrite. Items alternate
-between the two sources (kre_squad first), so any first N items hold both. The rewrite is
+"120,000 Danish krone"), and the sentence of that rewritten document that first states it.
+The target is the gold answer with the same rewrite. Items alternate between the two sources
+(kre_squad first), so any first N items hold both. The rewrite is
 seeded by the item id. Answers are scored by value (`numeric_containment`): "8849 m" holds
 "8,849 metres".
 

@@ -23,7 +23,8 @@ A run directory holds two files written by the runner.
      "error": str | null,
      "prompt_tokens": int, "completion_tokens": int, "seconds": float,
      "metrics": {"containment": 0|1, "numeric_containment": 0|1, "em": 0|1, "f1": float,
-                 "smart_em": 0|1, "attack_success": 0|1, "ndcg@1": float | null, "contrary@1": float | null, ...},
+                 "smart_em": 0|1, "attack_success": 0|1, "ndcg@1": float | null,
+                 "contrary@1": float | null, ...},
      "trace": {...Trace.summary()...}, "extra": {...}}
 
 Reading rules: a line that is not a JSON object with an "id" (e.g. a line cut short by a crash) is

@@ -28,17 +28,18 @@ Phase 1, the draft, is the pipeline's generator. The verifier then runs:
      and that reference answer is compared with the draft by faithrag.answers.compare_answers
      (numbers, dates and units by value): DISAGREE is CONTRADICTED (score 1), AGREE is
      CONSISTENT (score 0), CANNOT_TELL is reported as such (verdict CANNOT_TELL, no score: the
-     claim is neither contradicted nor confirmed, and not counted as unreadable); so
-     "8,849 metres" against a reference "5,200 metres" is contradicted, however many words the
-     two share; a reply cut at its token budget loses its last word, which the cut may have
-     split ("from 195" of "from 1958"). `contradiction_threshold` applies to the judge mode.
-     The claim only retrieves the anti-context: it restates the question, so on "Was X born
-     before Y?" it names both candidates and would contain any reference answer. A reference answer that is not in the anti-context (less
-     than half of its words occur there) is the model's memory, not the knowledge base, and a
-     reply that the passages do not say ("not stated", "unknown") is no answer: both
-     contradict nothing (score 0, UNRELATED). Why: the default model (1.5B) could not state
-     contradictions (its verdicts followed the prompt's wording, not the passages), while it
-     answers questions from passages well, which is all this mode asks of it.
+     claim is neither contradicted nor confirmed, and not counted as unreadable); so "8,849
+     metres" against a reference "5,200 metres" is contradicted, however many words the two
+     share; a reply cut at its token budget loses its last word, which the cut may have split
+     ("from 195" of "from 1958"). `contradiction_threshold` applies to the judge mode. The claim
+     only retrieves the anti-context: it restates the question, so on "Was X born before Y?" it
+     names both candidates and would contain any reference answer. A reference answer that is
+     not in the anti-context (less than half of its words occur there) is the model's memory,
+     not the knowledge base, and a reply that the passages do not say ("not stated", "unknown")
+     is no answer: both contradict nothing (score 0, UNRELATED). Why: the default model (1.5B)
+     could not state contradictions (its verdicts followed the prompt's wording, not the
+     passages), while it answers questions from passages well, which is all this mode asks of
+     it.
 4. Decision: REPAIR when some claim's contradiction >= contradiction_threshold. With
    `repair = "reference"` (default) the answer is the reference answer the contradicting
    trusted passages gave in falsification (qa mode), with no further call, when the

@@ -26,7 +26,8 @@ def test_the_poison_changes_only_the_value(numeric_data, numeric_texts):
     new = re.fullmatch(r"(\d+) acres", target).group(1)
     assert new != "300"
     whole, sentence = setting.poison[park.question]
-    assert whole.text == park_text.replace("300 acres", f"{new} acres")  # every mention, nothing else
+    # every mention of the value, and nothing else
+    assert whole.text == park_text.replace("300 acres", f"{new} acres")
     assert sentence.text == f"Woodward Park covers {new} acres."
     assert [p.text for p in park.passages()] == [park_text]
     assert park_text in {p.text for p in setting.trusted}
