@@ -356,10 +356,14 @@ def _read_half(match: re.Match[str], _: str) -> Quantity:
                     decimals=-round(math.log10(scale)))
 
 
-def _words_value(words: list[str]) -> float | None:
+def words_value(words: list[str]) -> float | None:
+    """The number that number words spell ("one hundred and five" without its "and": 105;
+    "ten million"; digits before a scale word, "10 million"); None when a word is not one."""
     total, current, seen = 0.0, 0.0, False
     for word in words:
-        if word in _ONES:
+        if word.isdigit():
+            current += int(word)
+        elif word in _ONES:
             current += _ONES[word]
         elif word in _TENS:
             current += _TENS[word]
@@ -378,7 +382,7 @@ def _words_value(words: list[str]) -> float | None:
 
 def _read_words(match: re.Match[str], _: str) -> Quantity | None:
     words = [w for w in re.split(r"[\s-]+", match.group("words")) if w and w != "and"]
-    value = _words_value(words)
+    value = words_value(words)
     if value is None:
         return None
     unit = match.group("unit")

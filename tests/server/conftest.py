@@ -4,6 +4,7 @@ small urllib client for it, and throwaway registered stages that report a confli
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -100,6 +101,29 @@ class FirstAgainstLast:
                             ConflictCheck("context_vs_memory", self.name, "could_not_tell")]
             step.decision = f"removed {last.id}"
             return RerankResult(passages[:-1], [RemovedPassage(last, f"contradicts {first.id}")])
+
+
+@pytest.fixture
+def drip():
+    """Sends `pieces` one at a time, `every` seconds apart, over a raw socket until the server
+    answers or closes it; returns what it answered (bounded by the count of pieces)."""
+    def send(sock, pieces, every: float) -> bytes:
+        reply = b""
+        for piece in pieces:
+            try:
+                sock.sendall(piece)
+            except OSError:  # closed by the server
+                break
+            time.sleep(every)
+            sock.settimeout(0.01)
+            try:
+                reply += sock.recv(65536)
+            except TimeoutError:
+                continue
+            if reply:
+                break
+        return reply
+    return send
 
 
 @pytest.fixture

@@ -31,25 +31,13 @@ def status_and_error(reply: bytes) -> tuple[int, str, str]:
     return int(head.split()[1]), error["error"], error["hint"]
 
 
-def test_a_client_dripping_its_headers_gets_a_408_at_the_header_deadline(start_server):
+def test_a_client_dripping_its_headers_gets_a_408_at_the_header_deadline(start_server, drip):
     client = start_server(limits=Limits(header_seconds=1.0))
     with connect(client) as sock:
         opened = time.monotonic()
         sock.sendall(b"GET /health HTTP/1.1\r\n")
-        reply = b""
-        for line in range(20):  # one header line every 0.25 s: 5 s at most
-            try:
-                sock.sendall(f"X-Slow-{line}: 1\r\n".encode())
-            except OSError:  # closed by the server
-                break
-            time.sleep(0.25)
-            sock.settimeout(0.01)
-            try:
-                reply += sock.recv(65536)
-            except TimeoutError:
-                continue
-            if reply:
-                break
+        # one header line every 0.25 s: 5 s at most
+        reply = drip(sock, [f"X-Slow-{line}: 1\r\n".encode() for line in range(20)], 0.25)
         sock.settimeout(5.0)
         try:
             reply += read_until_closed(sock)
