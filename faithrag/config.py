@@ -272,6 +272,33 @@ class RerankConfig(_Strict):
         return self
 
 
+class PoisonFilterConfig(_Strict):
+    """The KB-free poisoning filter (pipeline.rerank = "poison_filter",
+    faithrag/methods/poison_filter.py): crafted clusters are found in the retrieval embedder's
+    space, altered copies by aligning the passages' words."""
+
+    crafted_clusters: bool = True
+    """remove groups of passages written alike for the question"""
+    cluster_similarity: float = Field(0.8, ge=-1.0, le=1.0)
+    """two passages are alike at this embedding cosine or above"""
+    query_similarity: float = Field(0.55, ge=-1.0, le=1.0)
+    """a crafted cluster's members are at least this close to the question on average"""
+    min_cluster: int = Field(3, ge=2)
+    """passages a crafted cluster holds at least (before the halo joins)"""
+    halo_similarity: float = Field(0.6, ge=-1.0, le=1.0)
+    """a passage this close to a crafted cluster's members on average joins it"""
+    altered_copies: bool = True
+    """remove passages that are one text with a stretch replaced"""
+    copy_coverage: float = Field(0.7, gt=0.0, le=1.0)
+    """two passages are copies when their aligned words cover this share of the shorter"""
+    max_edit_words: int = Field(12, ge=1)
+    """a replaced stretch is at most this many words on each side"""
+    anchor_words: int = Field(5, ge=1)
+    """a replaced stretch lies next to an unchanged run of at least this many words"""
+    max_edits: int = Field(8, ge=1)
+    """copies differing in more places than this are different texts"""
+
+
 class AntisycoConfig(_Strict):
     """Anti-sycophancy verification (pipeline.verify = "antisyco"). `kb` is the TRUSTED source:
     an index directory (`faithrag index`) or a file/folder of documents indexed in memory; it
@@ -375,6 +402,7 @@ class Config(_Strict):
     pipeline: PipelineConfig = PipelineConfig()
     cfrag: CFRAGConfig = CFRAGConfig()
     rerank: RerankConfig = RerankConfig()
+    poison_filter: PoisonFilterConfig = PoisonFilterConfig()
     csrag: CSRAGConfig = CSRAGConfig()
     antisyco: AntisycoConfig = AntisycoConfig()
     conflicts: ConflictsConfig = ConflictsConfig()

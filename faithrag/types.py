@@ -59,7 +59,7 @@ class LLMCallRecord:
 
 
 ConflictKind = Literal["context_vs_memory", "passage_vs_passage", "ambiguous",
-                       "contradicted_by_trusted_kb", "low_relevance"]
+                       "contradicted_by_trusted_kb", "low_relevance", "poisoning_suspected"]
 CONFLICT_KINDS: tuple[str, ...] = ConflictKind.__args__
 # The kinds the pipeline's `on_conflict` policy acts on ("surface", "abstain"); the others are
 # reported only (see faithrag.methods.conflicts).

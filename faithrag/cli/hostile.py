@@ -22,6 +22,7 @@ from faithrag.cli.common import (
     add_model_options,
     config_from_args,
 )
+from faithrag.eval.adaptive_poison import ATTACKS, adapt
 from faithrag.eval.hostile_runner import RETRIEVALS, render_markdown, run_hostile, summarize_dirs
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
 from faithrag.llm import load_llm
@@ -41,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="poisoned passages injected per question (default: all it has)")
     run.add_argument("--poison-positions", type=int, nargs="+",
                      help="ranks the poisoned passages take, 0 = top (default: the top ranks)")
+    run.add_argument("--attack", choices=ATTACKS, default="standard",
+                     help="rewrite the poison as an attacker who adapts to a poisoning filter "
+                          "would (faithrag/eval/adaptive_poison.py)")
     run.add_argument("--workers", type=int, default=1,
                      help="items evaluated concurrently (the embedded model is loaded this many "
                           "times, --threads each)")
@@ -58,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    setting = build_setting(args.setting, args.data_dir)
+    setting = adapt(build_setting(args.setting, args.data_dir), args.attack)
     llm = load_llm(config.llm, args.workers)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,
                           limit=args.limit, k=args.k, poison_count=args.poison_count,

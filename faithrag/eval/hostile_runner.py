@@ -92,7 +92,8 @@ def run_hostile(setting: HostileSetting, retrieval: Literal["clean", "hostile"],
     hostile = retrieval == "hostile"
     sweep = {"setting": setting.name, "retrieval": retrieval, "k": k,
              "poison_count": poison_count if hostile else None,
-             "poison_positions": list(positions) if hostile and positions else None}
+             "poison_positions": list(positions) if hostile and positions else None,
+             "attack": setting.notes.get("attack", "standard") if hostile else None}
     spec = EvalSpec(dataset=setting.dataset.name, method=config.pipeline.method,
                     rerank=config.pipeline.rerank, verify=config.pipeline.verify, limit=limit,
                     context_mode="retrieval", metric=setting.metric, sweep=sweep)

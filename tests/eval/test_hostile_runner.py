@@ -79,7 +79,8 @@ def test_poison_fools_vanilla_and_the_verifier_repairs_it(setting, tmp_path):
     manifest = json.loads((tmp_path / "antisyco/manifest.json").read_text())
     assert manifest["config"]["antisyco"]["kb"] == str((tmp_path / "antisyco/trusted_kb").resolve())
     assert manifest["sweep"] == {"setting": "kre_musique", "retrieval": "hostile", "k": 2,
-                                 "poison_count": None, "poison_positions": None}
+                                 "poison_count": None, "poison_positions": None,
+                                 "attack": "standard"}
     records = ResultsFile(tmp_path / "antisyco/results.jsonl").records
     assert all(r["metrics"]["attack_success"] == 0 for r in records)
     assert {r["extra"]["decision"] for r in records} == {"REPAIR"}

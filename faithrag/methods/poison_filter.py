@@ -1,0 +1,170 @@
+"""Re-ranking that removes passages likely injected into the retrieval, with no trusted source
+and no LLM call (`rerank = "poison_filter"`).
+
+The passages and the question are embedded with the retrieval's embedder; then two signs of
+injection are looked for (faithrag.methods.poison_signals):
+- a **crafted cluster**: several passages written alike for the question. Its members are
+  removed, but only when some passage lies outside it: a retrieval whose passages all agree
+  has nothing to compare them with and is left alone.
+- **altered copies**: passages that are one text with a stretch replaced. Nothing in the
+  passages says which copy is the original, so every passage of the copy group is removed.
+Passages keep their incoming order; a removed passage's reason names the signal and the
+passages it shares it with. Each group removed is one `poisoning_suspected` conflict
+(action "removed"): for a cluster one side quoting its passages, for altered copies one side
+per variant whose answer is its replaced words. A retrieval of fewer than two passages is left
+alone. An embedder that fails is a warning and a `could_not_tell` check on the step; altered
+copies, which need no embedding, are still removed.
+
+With a verifier (`verify = "antisyco"`) the filter runs first and the verifier checks the
+answer from what is left against the trusted knowledge base.
+
+Example:
+    >>> from faithrag.types import Passage, Question, Step, Trace
+    >>> real = Passage("p1", "The house was built in 1912 for David and Mary Jones, who lived there.")
+    >>> fake = Passage("p2", "The house was built in 1895 for David and Mary Jones, who lived there.")
+    >>> other = Passage("p3", "Spanish Fork is a city in Utah County.")
+    >>> flt = PoisonFilter(embedder=None)
+    >>> result = flt.rerank(Question("When was the house built?"), [real, fake, other], Trace())
+    >>> [p.id for p in result.passages], [r.passage.id for r in result.removed]
+    (['p3'], ['p1', 'p2'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from faithrag.llm.base import LLM
+from faithrag.methods.base import RemovedPassage, RerankResult
+from faithrag.methods.conflicts import excerpt, passages_side
+from faithrag.methods.poison_signals import CopySettings, altered_copies, crafted_clusters
+from faithrag.registry import register
+from faithrag.types import Conflict, ConflictCheck, ConflictSide, Passage, Question, Step, Trace
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
+    from faithrag.retrieval.embedder import Embedder
+    from faithrag.retrieval.retriever import Retriever
+
+KIND = "poisoning_suspected"
+
+
+class PoisonFilter:
+    name = "poison_filter"
+
+    def __init__(self, embedder: Embedder | None, *, similarity: float = 0.8,
+                 query_similarity: float = 0.55, min_cluster: int = 3,
+                 halo_similarity: float = 0.6,
+                 copies: CopySettings | None = CopySettings()):
+        """`embedder`: embeds the question and the passages for the cluster signal (None: no
+        cluster is looked for); `copies`: how altered copies are told (None: they are not
+        looked for)."""
+        self.embedder = embedder
+        self.similarity = similarity
+        self.query_similarity = query_similarity
+        self.min_cluster = min_cluster
+        self.halo_similarity = halo_similarity
+        self.copies = copies
+
+    def rerank(self, question: Question, passages: list[Passage], trace: Trace) -> RerankResult:
+        with trace.step("rerank", self.name, question=question.text,
+                        passages=[p.id for p in passages]) as step:
+            if len(passages) < 2:
+                step.decision = "fewer than two passages: nothing to compare, left alone"
+                step.checks.append(ConflictCheck(KIND, self.name, "no_conflict"))  # type: ignore[arg-type]
+                return RerankResult(list(passages))
+            removed: dict[int, str] = {}
+            conflicts: list[Conflict] = []
+            clusters, embedded = self._clusters(question, passages, step)
+            for members in clusters:
+                if len(members) == len(passages):
+                    continue  # every passage agrees: nothing outside to compare with
+                ids = ", ".join(passages[i].id for i in members)
+                for i in members:
+                    removed.setdefault(i, f"crafted cluster: {len(members)} passages ({ids}) "
+                                          "written alike for the question")
+                conflicts.append(Conflict(
+                    KIND, self.name, [passages_side("", [passages[i] for i in members])],  # type: ignore[arg-type]
+                    "removed", None, f"{len(members)} passages written alike for the question"))
+            for group, edits in self._copy_groups(passages):
+                ids = ", ".join(passages[i].id for i in group)
+                for i in group:
+                    removed.setdefault(i, f"altered copy: passages {ids} are one text with "
+                                          "a stretch replaced")
+                conflicts.append(Conflict(KIND, self.name, [  # type: ignore[arg-type]
+                    ConflictSide(edits.get(i, ""), excerpt(passages[i].text, edits.get(i, "")),
+                                 [passages[i].id], passages[i].source) for i in group],
+                    "removed", None, "one text in several versions: "
+                    + "; ".join(f"{passages[i].id}: {edits[i]}" for i in group if edits.get(i))))
+            kept = [p for i, p in enumerate(passages) if i not in removed]
+            step.conflicts.extend(conflicts)
+            status = "conflict" if conflicts else ("no_conflict" if embedded else "could_not_tell")
+            step.checks.append(ConflictCheck(KIND, self.name, status))  # type: ignore[arg-type]
+            step.outputs = {"kept": [p.id for p in kept],
+                            "removed": {passages[i].id: why for i, why in sorted(removed.items())}}
+            step.decision = (f"removed {len(removed)} of {len(passages)} passages"
+                             if removed else "no sign of injection: all passages kept")
+            return RerankResult(kept, [RemovedPassage(passages[i], why)
+                                       for i, why in sorted(removed.items())])
+
+    def _clusters(self, question: Question, passages: Sequence[Passage],
+                  step: Step) -> tuple[list[list[int]], bool]:
+        if self.embedder is None:
+            return [], True
+        try:
+            vectors = np.asarray(self.embedder.embed([question.text] + [p.text for p in passages]),
+                                 dtype=np.float32)
+        except Exception as error:  # any embedder failure is reported, never a silent pass
+            step.warnings.append(f"embedding failed ({type(error).__name__}: {error}); "
+                                 "crafted clusters not looked for")
+            return [], False
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return crafted_clusters(vectors[0], vectors[1:], [p.text for p in passages],
+                                similarity=self.similarity,
+                                query_similarity=self.query_similarity,
+                                min_size=self.min_cluster,
+                                halo_similarity=self.halo_similarity,
+                                copies=self.copies or CopySettings()), True
+
+    def _copy_groups(self, passages: Sequence[Passage]) -> list[tuple[list[int], dict[int, str]]]:
+        """Connected groups of altered copies, each with every member's replaced words."""
+        if self.copies is None:
+            return []
+        pairs = altered_copies([p.text for p in passages], [p.title for p in passages],
+                               self.copies)
+        parent = list(range(len(passages)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        edits: dict[int, list[str]] = {}
+        for pair in pairs:
+            parent[root(pair.first)] = root(pair.second)
+            for mine, theirs, index in ((0, 1, pair.first), (1, 0, pair.second)):
+                edits.setdefault(index, []).extend(e[mine] for e in pair.edits)
+        groups: dict[int, list[int]] = {}
+        for index in sorted(edits):
+            groups.setdefault(root(index), []).append(index)
+        return [(members, {i: ", ".join(dict.fromkeys(edits[i])) for i in members})
+                for members in groups.values()]
+
+
+@register("reranker", "poison_filter", section="poison_filter",
+          reports_conflicts=(KIND,),
+          description="removes passages that look injected (crafted clusters, altered copies); "
+                      "no LLM call, no trusted source")
+def build_poison_filter(llm: LLM, config: Config, retriever: Retriever | None) -> PoisonFilter:
+    from faithrag.retrieval.embedder import get_embedder
+
+    s = config.poison_filter
+    embedder = get_embedder(config.retrieval.embedder, use_cache=config.use_cache,
+                            threads=config.llm.n_threads) if s.crafted_clusters else None
+    return PoisonFilter(embedder, similarity=s.cluster_similarity,
+                        query_similarity=s.query_similarity, min_cluster=s.min_cluster,
+                        halo_similarity=s.halo_similarity,
+                        copies=CopySettings(s.copy_coverage, s.max_edit_words, s.anchor_words,
+                                            s.max_edits) if s.altered_copies else None)
