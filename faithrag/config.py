@@ -296,7 +296,10 @@ class PoisonFilterConfig(_Strict):
     anchor_words: int = Field(5, ge=1)
     """a replaced stretch lies next to an unchanged run of at least this many words"""
     max_edits: int = Field(8, ge=1)
-    """copies differing in more places than this are different texts"""
+    """copies differing in more places than this are different texts, unless rewritten"""
+    rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
+    """copies differing in many places are one text rewritten when their aligned words cover
+    this share of the longer"""
 
 
 class AntisycoConfig(_Strict):

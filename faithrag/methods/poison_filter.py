@@ -167,4 +167,5 @@ def build_poison_filter(llm: LLM, config: Config, retriever: Retriever | None) -
                         query_similarity=s.query_similarity, min_cluster=s.min_cluster,
                         halo_similarity=s.halo_similarity,
                         copies=CopySettings(s.copy_coverage, s.max_edit_words, s.anchor_words,
-                                            s.max_edits) if s.altered_copies else None)
+                                            s.max_edits, s.rewrite_coverage)
+                        if s.altered_copies else None)

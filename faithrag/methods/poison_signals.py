@@ -14,7 +14,9 @@ source, no LLM): the two shapes knowledge-poisoning attacks leave.
   `numeric` setting). Two passages are copies when aligned word by word (difflib) their
   matched words cover at least `copy_coverage` of the shorter; a copy is altered when some
   stretch of at most `max_edit_words` words was replaced by another, next to an unchanged run
-  of at least `anchor_words` words, and the two differ in at most `max_edits` places. Two
+  of at least `anchor_words` words, and the two differ in at most `max_edits` places (or in
+  more, when the matched words also cover `rewrite_coverage` of the longer: a copy edited
+  throughout, sentence by sentence, rather than two texts that share a paragraph). Two
   passages whose titles are both given and differ are different documents, never copies
   (templated pages: one season's article against the next).
 
@@ -51,6 +53,7 @@ class CopySettings:
     max_edit_words: int = 12
     anchor_words: int = 5
     max_edits: int = 8
+    rewrite_coverage: float = 0.85
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ def _copy_edits(a: list[str], b: list[str], settings: CopySettings) -> list[tupl
         return None
     opcodes = matcher.get_opcodes()
     differences = [op for op in opcodes if op[0] != "equal"]
-    if len(differences) > settings.max_edits:
+    if (len(differences) > settings.max_edits
+            and matched / max(len(a), len(b)) < settings.rewrite_coverage):
         return None
 
     def anchored(index: int) -> bool:
