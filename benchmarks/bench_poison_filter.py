@@ -59,8 +59,8 @@ def table(records: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault((r["setting"], r["retrieval"], r["attack"], r["k"]), []).append(r)
-    lines = ["| setting | retrieval | attack | k | n | poison removed | items with a clean "
-             "passage removed |", "|---|---|---|---:|---:|---|---|"]
+    lines = [("| setting | retrieval | attack | k | n | poison removed | items with a clean "
+              "passage removed |"), "|---|---|---|---:|---:|---|---|"]
     for (name, retrieval, attack, k), rows in sorted(groups.items()):
         poison = [rm for r in rows for p, rm in zip(r["poison"], r["removed"]) if p]
         false = sum(any(rm and not p for p, rm in zip(r["poison"], r["removed"])) for r in rows)

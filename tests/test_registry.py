@@ -29,10 +29,12 @@ def echo():
 def test_every_built_in_stage_is_registered_once_with_its_section():
     assert {"vanilla", "closed_book", "cot_json", "choice_scoring", "csrag", "csrag_choices",
             "csrag_json_scored", "cfrag"} <= set(registry.names("generator"))
-    assert registry.names("reranker") == ["bi_encoder", "crossval", "listwise", "llm_judge"]
+    assert registry.names("reranker") == ["bi_encoder", "crossval", "listwise", "llm_judge",
+                                            "poison_filter"]
     assert registry.names("verifier") == ["antisyco"]
     assert registry.stage("generator", "csrag_choices").section == "csrag"
     assert registry.stage("reranker", "crossval").section == "rerank"
+    assert registry.stage("reranker", "poison_filter").section == "poison_filter"
     assert registry.stage("generator", "vanilla").section is None
 
 

@@ -34,9 +34,11 @@ from faithrag.eval.hostile_settings import HostileSetting
 from faithrag.types import Passage
 
 ATTACKS = ("standard", "single", "padded", "reworded")
-_STOP = frozenset(
-    "a an and are as at be been by did do does for from had has have how in is it its of on "
-    "or the their this that to was were what when where which who whom whose why with".split())
+_STOP = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "been", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "the", "their",
+    "this", "that", "to", "was", "were", "what", "when", "where", "which", "who", "whom",
+    "whose", "why", "with"))
 _WORD = re.compile(r"\w+")
 
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from faithrag.retrieval.retriever import Retriever
 
 KIND = "poisoning_suspected"
+DEFAULT_COPIES = CopySettings()
 
 
 class PoisonFilter:
@@ -57,7 +58,7 @@ class PoisonFilter:
     def __init__(self, embedder: Embedder | None, *, similarity: float = 0.8,
                  query_similarity: float = 0.55, min_cluster: int = 3,
                  halo_similarity: float = 0.6,
-                 copies: CopySettings | None = CopySettings()):
+                 copies: CopySettings | None = DEFAULT_COPIES):
         """`embedder`: embeds the question and the passages for the cluster signal (None: no
         cluster is looked for); `copies`: how altered copies are told (None: they are not
         looked for)."""
@@ -116,7 +117,8 @@ class PoisonFilter:
         try:
             vectors = np.asarray(self.embedder.embed([question.text] + [p.text for p in passages]),
                                  dtype=np.float32)
-        except Exception as error:  # any embedder failure is reported, never a silent pass
+        # any embedder failure is reported, never a silent pass
+        except Exception as error:  # noqa: BLE001
             step.warnings.append(f"embedding failed ({type(error).__name__}: {error}); "
                                  "crafted clusters not looked for")
             return [], False
@@ -126,7 +128,7 @@ class PoisonFilter:
                                 query_similarity=self.query_similarity,
                                 min_size=self.min_cluster,
                                 halo_similarity=self.halo_similarity,
-                                copies=self.copies or CopySettings()), True
+                                copies=self.copies or DEFAULT_COPIES), True
 
     def _copy_groups(self, passages: Sequence[Passage]) -> list[tuple[list[int], dict[int, str]]]:
         """Connected groups of altered copies, each with every member's replaced words."""

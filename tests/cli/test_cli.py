@@ -187,3 +187,14 @@ def test_index_paraphrase_fills_the_cache_that_online_csrag_reuses(docs, tmp_pat
     assert rc == 0
     assert steps["paraphrase"]["outputs"]["cached"] == 1 and not steps["paraphrase"]["llm_calls"]
     assert [c["purpose"] for c in steps["facts"]["llm_calls"]] == ["facts"]
+
+
+def test_an_abbreviated_flag_is_refused_not_read_as_another(capsys):
+    import pytest
+
+    from faithrag.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["hostile", "run", "--setting", "poisonedrag", "--retrieval",
+                                   "hostile", "--out", "x", "--k", "6"])  # not --kb
+    assert "unrecognized arguments: --k 6" in capsys.readouterr().err

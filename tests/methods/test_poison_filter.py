@@ -28,7 +28,8 @@ class BrokenEmbedder:
         raise RuntimeError("model file missing")
 
 
-def _filter(embedder=TableEmbedder()):
+def _filter(embedder=None):
+    embedder = embedder or TableEmbedder()
     return PoisonFilter(embedder, similarity=0.9, query_similarity=0.5, min_cluster=3,
                         halo_similarity=0.9)
 

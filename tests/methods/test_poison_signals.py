@@ -76,7 +76,7 @@ def test_a_group_far_from_the_question_or_too_small_is_no_cluster():
     question = _unit([[0, 0, 1]])[0]
     passages = _unit([[1, 0.05, 0], [1, 0, 0.05], [1, 0.04, 0.04]])
     texts = ["a", "b", "c"]
-    kwargs = dict(similarity=0.9, halo_similarity=0.9)
+    kwargs = {"similarity": 0.9, "halo_similarity": 0.9}
     assert crafted_clusters(question, passages, texts, query_similarity=0.5, min_size=3,
                             **kwargs) == []
     assert crafted_clusters(_unit([[1, 0, 0]])[0], passages, texts, query_similarity=0.5,
