@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faithrag.config import Config
-from faithrag.llm.base import LLM
+from faithrag.llm.base import LLM, require_llm
 from faithrag.llm.cancel import CancelToken, RunCancelled, cancellable
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
@@ -42,7 +42,7 @@ class AskService:
                  build_pipeline: BuildPipeline, serialize_runs: bool = True,
                  limits: Limits | None = None):
         self.config = config
-        self.llm = ReplyLLM(llm)  # every pipeline's model calls: cancellable per run
+        self.llm = ReplyLLM(require_llm(llm))  # every pipeline's model calls: cancellable per run
         self.retriever = retriever
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
