@@ -363,7 +363,7 @@ class AntisycoConfig(_Strict):
 
 class ServerConfig(_Strict):
     """Limits of `faithrag serve`, all enforced before any model work (its flags of the same
-    names override them; docs/server.md)."""
+    names override them; docs/server.md), and what its chat completions add to a reply."""
 
     header_timeout: float = Field(8.0, gt=0.0, le=3600.0)
     """seconds from a connection's opening, or its last response, to the end of a request's
@@ -384,6 +384,10 @@ class ServerConfig(_Strict):
     """longest passage text in characters (413 beyond)"""
     max_question_chars: int = Field(2_000, ge=1)
     """longest question in characters (413 beyond)"""
+    conflict_summary: bool = True
+    """end a text chat completion whose run met conflicts with the line `[faithrag:
+    conflicts=...; sides=...; actions=...]` (a request's `"faithrag": {"summary": false}`
+    leaves it out)"""
 
 
 def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:

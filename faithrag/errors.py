@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Sequence
+
 
 class FaithragError(Exception):
     """Base class. `hint` tells the user what to do about it."""
@@ -41,6 +45,17 @@ class MissingExtraError(RuntimeUnavailableError):
                          f"pip install 'faithrag[{extra}]'")
         self.feature = feature
         self.extra = extra
+
+
+def require_modules(feature: str, extra: str, modules: Sequence[str]) -> None:
+    """MissingExtraError(feature, extra) when one of `modules` is not installed; nothing is
+    imported (a module set to None in sys.modules counts as missing: its import would fail)."""
+    def installed(module: str) -> bool:
+        if module in sys.modules:
+            return sys.modules[module] is not None
+        return importlib.util.find_spec(module) is not None
+    if not all(installed(module) for module in modules):
+        raise MissingExtraError(feature, extra)
 
 
 class ServerUnreachableError(FaithragError):

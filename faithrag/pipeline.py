@@ -22,7 +22,7 @@ from typing import Any
 from faithrag import registry
 from faithrag.config import Config, set_dotted
 from faithrag.errors import ConfigError, InputError
-from faithrag.llm.base import LLM
+from faithrag.llm.base import LLM, require_llm
 from faithrag.methods.base import (
     Detector,
     Generator,
@@ -125,6 +125,12 @@ class Pipeline:
                  detector: Detector | None = None, on_conflict: str = "resolve"):
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}", "Set retrieval.k to a positive number.")
+        for kind, stage in (("generator", generator), ("reranker", reranker),
+                            ("verifier", verifier), ("detector", detector)):
+            if stage is not None or kind == "generator":
+                require_stage(kind, stage)  # type: ignore[arg-type]
+        if retriever is not None:
+            require_retriever(retriever)
         if on_conflict not in POLICIES:
             raise ConfigError(f"Unknown on_conflict policy '{on_conflict}'.",
                               f"Choose one of: {', '.join(POLICIES)} (--on-conflict, or "
@@ -181,7 +187,11 @@ class Pipeline:
 
     @classmethod
     def from_parts(cls, config: Config, llm: LLM, retriever: Retriever | None = None) -> Pipeline:
-        """The stages `config.pipeline` names, around a loaded `llm` and an open `retriever`."""
+        """The stages `config.pipeline` names, around a loaded `llm` and an open `retriever`
+        (ConfigError, before any stage is built, when either is not one)."""
+        require_llm(llm)
+        if retriever is not None:
+            require_retriever(retriever)
         p = config.pipeline
         registry.check_conflict_policy(p.on_conflict, p.stages())  # type: ignore[arg-type]
         stage = registry.stage
@@ -304,8 +314,40 @@ def make_question(question: Question | str, choices: Sequence[str] | None = None
     return question
 
 
-# what a model must offer to be given as `llm=` (the LLM protocol, faithrag.llm.base)
-LLM_METHODS = ("generate", "score_choices", "tokenize", "detokenize", "count_chat_tokens")
+# the call each kind of stage is made through (faithrag.methods.base), and the keyword of
+# `Pipeline.from_config` that builds one by name
+STAGE_CALLS = {"generator": ("generate", "method"), "reranker": ("rerank", "rerank"),
+               "verifier": ("verify", "verify"), "detector": ("detect", "detect")}
+
+
+def require_stage(kind: registry.Kind, value: Any) -> Any:
+    """`value`, when it is a built stage of `kind` (it has that kind's call); else ConfigError
+    naming the argument, whose hint for a stage's name given in its place is the keyword of
+    `Pipeline.from_config` that builds it."""
+    call, keyword = STAGE_CALLS[kind]
+    if callable(getattr(value, call, None)):
+        return value
+    if isinstance(value, str):
+        hint = (f"The constructor takes built stages; build one by name with "
+                f"Pipeline.from_config({keyword}={value!r}), or faithrag.registry.build("
+                f"{kind!r}, {value!r}, llm, config).")
+    else:
+        hint = (f"Pass an object with {call}(...) (faithrag.methods.base.{kind.capitalize()}), "
+                f"or build the pipeline with Pipeline.from_config({keyword}=NAME).")
+    raise ConfigError(f"{kind} must be a built stage with {call}(...); the "
+                      f"{type(value).__name__} given has none.", hint)
+
+
+def require_retriever(value: Any) -> Retriever:
+    """`value`, when it has retrieve(query, k); else ConfigError, whose hint for a path given
+    in its place is the argument that opens one."""
+    if callable(getattr(value, "retrieve", None)):
+        return value
+    hint = ("Pass an object with retrieve(query, k), or use docs=, index= or passages=" + (
+        f" (index={value!r} opens an index, docs={value!r} a folder of documents)."
+        if isinstance(value, (str, Path)) else "."))
+    raise ConfigError(f"retriever must have retrieve(query, k); the {type(value).__name__} "
+                      "given has not.", hint)
 
 
 def check_passages(passages: Any) -> list[Passage]:
@@ -332,17 +374,10 @@ def _check_arguments(config: Any, llm: Any, docs: Any, index: Any, passages: Any
                           f"{type(config).__name__}.",
                           "For a dict of sections pass config=Config.validated(data); single "
                           "keys can be keywords, e.g. csrag__alpha=-3.")
-    missing = [m for m in LLM_METHODS if not callable(getattr(llm, m, None))]
-    if llm is not None and missing:
-        raise ConfigError(f"llm must be a loaded model (the LLM protocol); the "
-                          f"{type(llm).__name__} given has no {', '.join(missing)}.",
-                          "Pass llm=faithrag.load_llm(config.llm) (or faithrag.FakeLLM in "
-                          "tests), or leave llm out to load config.llm.")
-    if retriever is not None and not callable(getattr(retriever, "retrieve", None)):
-        raise ConfigError(f"retriever must have retrieve(query, k); the "
-                          f"{type(retriever).__name__} given has not.",
-                          "Pass an object with retrieve(query, k), or use docs=, index= or "
-                          "passages=.")
+    if llm is not None:
+        require_llm(llm)
+    if retriever is not None:
+        require_retriever(retriever)
     for name, value in (("docs", docs), ("index", index), ("kb", kb)):
         if value is not None and not isinstance(value, (str, Path)):
             raise ConfigError(f"{name} must be a path (str or Path), not "
@@ -374,4 +409,4 @@ def open_retriever(config: Config, *, docs: str | Path | None = None,
 
 
 __all__ = ["SETTING_ALIASES", "Pipeline", "Result", "check_passages", "check_stages",
-           "configure", "make_question", "open_retriever"]
+           "configure", "make_question", "open_retriever", "require_retriever", "require_stage"]

@@ -78,7 +78,10 @@ class StageSpec:
             self.requires(config)
 
     def build(self, llm: LLM, config: Config, retriever: Retriever | None = None) -> Any:
-        return self.factory(llm, config, retriever)
+        """The stage around `llm` (ConfigError when it is not a loaded model)."""
+        from faithrag.llm.base import require_llm
+
+        return self.factory(require_llm(llm), config, retriever)
 
 
 _STAGES: dict[str, dict[str, StageSpec]] = {kind: {} for kind in KINDS}

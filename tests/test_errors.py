@@ -41,3 +41,13 @@ def test_a_missing_extra_reaches_the_cli_user_as_one_error(module, command, extr
     assert rc == 2
     assert f"needs the optional extra '{extra}'" in err
     assert f"pip install 'faithrag[{extra}]'" in err and "Traceback" not in err
+
+
+def test_require_modules_names_the_extra_of_a_module_that_is_not_installed(monkeypatch):
+    from faithrag.errors import require_modules
+
+    require_modules("JSON", "core", ("json",))
+    monkeypatch.setitem(sys.modules, "lancedb", None)  # its import would fail
+    for modules in (("lancedb",), ("json", "no_such_module_at_all")):
+        with pytest.raises(MissingExtraError, match="Storing needs the optional extra 'x'"):
+            require_modules("Storing", "x", modules)

@@ -1,5 +1,6 @@
 import pytest
 
+from faithrag.config import Config
 from faithrag.errors import ConfigError, InputError
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
@@ -111,6 +112,9 @@ def test_from_config_refuses_before_loading_a_model(monkeypatch, tmp_path):
     ({"passages": "some text"}, InputError, "not str", "docs=PATH"),
     ({"config": {}}, ConfigError, "not dict", "Config.validated"),
     ({"llm": object()}, ConfigError, "has no generate", "load_llm"),
+    ({"llm": "openai"}, ConfigError, "not the name 'openai'", "backend='openai'"),
+    ({"llm": "tiny"}, ConfigError, "not the name 'tiny'", "model='tiny'"),
+    ({"retriever": "idx/"}, ConfigError, "retrieve", "index='idx/'"),
     ({"retriever": 5}, ConfigError, "retrieve", "docs=, index= or passages="),
     ({"docs": 5}, ConfigError, "docs must be a path", "passages=[Passage"),
     ({"kb": ["a"]}, ConfigError, "kb must be a path", "kb="),
@@ -125,6 +129,36 @@ def test_wrong_argument_types_are_refused_before_anything_loads(monkeypatch, arg
     with pytest.raises(error, match=message) as info:
         Pipeline.from_config(**arguments)
     assert hint in info.value.hint
+
+
+@pytest.mark.parametrize("arguments, message, hint", [
+    ({"generator": "vanilla"}, "generator must be a built stage with generate",
+     "Pipeline.from_config(method='vanilla')"),
+    ({"reranker": "crossval"}, "reranker must be a built stage with rerank",
+     "Pipeline.from_config(rerank='crossval')"),
+    ({"verifier": "antisyco"}, "verifier must be a built stage with verify",
+     "registry.build('verifier', 'antisyco'"),
+    ({"detector": "conflicts"}, "detector must be a built stage with detect",
+     "Pipeline.from_config(detect='conflicts')"),
+    ({"detector": object()}, "the object given has none", "faithrag.methods.base.Detector"),
+    ({"retriever": "idx/"}, "retriever must have retrieve", "docs='idx/'"),
+])
+def test_the_constructor_refuses_names_where_it_takes_built_stages(arguments, message, hint):
+    from faithrag.methods.vanilla import VanillaRAG
+
+    stages = {"generator": VanillaRAG(FakeLLM()), **arguments}
+    with pytest.raises(ConfigError, match=message) as info:
+        Pipeline(**stages)
+    assert hint in info.value.hint
+
+
+def test_from_parts_refuses_a_name_for_the_model_before_building_a_stage():
+    config = Config.load(overrides={"llm.backend": "fake"})
+    with pytest.raises(ConfigError, match="not the name 'openai'") as info:
+        Pipeline.from_parts(config, "openai")
+    assert "backend='openai'" in info.value.hint
+    with pytest.raises(ConfigError, match="retriever must have retrieve"):
+        Pipeline.from_parts(config, FakeLLM(), retriever="idx/")
 
 
 @pytest.mark.parametrize("question, passages, message", [

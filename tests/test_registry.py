@@ -128,3 +128,10 @@ def test_a_policy_that_acts_on_conflicts_needs_a_stage_that_reports_them(setting
         Config.load(None, settings)
     assert "--detect conflicts" in caught.value.hint
     assert "--rerank crossval" in caught.value.hint and "--method cfrag" in caught.value.hint
+
+
+def test_building_a_stage_around_a_name_instead_of_a_model_is_refused():
+    config = Config.load(overrides={"llm.backend": "fake"})
+    with pytest.raises(ConfigError, match="not the name 'tiny'") as info:
+        registry.build("generator", "vanilla", "tiny", config)
+    assert "model='tiny'" in info.value.hint

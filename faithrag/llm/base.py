@@ -21,6 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from faithrag.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Message:
@@ -229,6 +231,31 @@ class LLM(Protocol):
         ...
 
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores: ...
+
+
+# what a model must offer to be given where a loaded model is expected (the protocol's calls)
+LLM_METHODS = ("generate", "score_choices", "tokenize", "detokenize", "count_chat_tokens")
+BACKENDS = ("llamacpp", "openai", "transformers", "fake")  # the values of llm.backend
+
+
+def require_llm(value: Any, argument: str = "llm") -> LLM:
+    """`value`, when it is a loaded model (it has every call of the LLM protocol); else a
+    ConfigError naming `argument`, whose hint for a backend's or model's name given in its
+    place is the setting that takes that name."""
+    missing = [m for m in LLM_METHODS if not callable(getattr(value, m, None))]
+    if not missing:
+        return value
+    load = "faithrag.load_llm(config.llm) (or faithrag.FakeLLM in tests)"
+    if isinstance(value, str):
+        setting = "backend" if value in BACKENDS else "model"
+        raise ConfigError(f"{argument} must be a loaded model (the LLM protocol), not the name "
+                          f"{value!r}.",
+                          f"To choose the model by name pass {setting}={value!r} to "
+                          f"Pipeline.from_config (it loads config.llm); {argument}= takes "
+                          f"{load}.")
+    raise ConfigError(f"{argument} must be a loaded model (the LLM protocol); the "
+                      f"{type(value).__name__} given has no {', '.join(missing)}.",
+                      f"Pass {argument}={load}, or leave it out to load config.llm.")
 
 
 def user_prompt(content: str, system: str | None = None) -> tuple[Message, ...]:

@@ -7,7 +7,9 @@ client that disconnected, a request past its time limit) stops at its next call:
     with cancellable(token):                      # in the thread that runs the pipeline
         pipeline.run(question)                    # raises RunCancelled once token.cancel()
 
-The call already under way finishes; the ones after it are not made.
+The ones after the cancellation are not made; the call under way stops at its next token on a
+backend that streams (faithrag.llm.streaming: its `emit` checks the token), and finishes on any
+other.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """A deterministic scripted LLM for unit tests of control flow. Results from it are not evidence.
 
 Its tokenizer is byte-level (one id per UTF-8 byte), so token sets and biases are exact and easy
-to reason about in tests.
+to reason about in tests. It streams (faithrag/llm/streaming.py) one byte-token at a time, each
+`token_seconds` after the last, when a listener is set or `token_seconds` is given.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from faithrag.llm.base import (
@@ -15,6 +17,7 @@ from faithrag.llm.base import (
     GenerationRequest,
     Message,
 )
+from faithrag.llm.streaming import emit, listening
 
 Responder = Callable[[GenerationRequest], str]
 
@@ -38,10 +41,12 @@ class FakeLLM:
         default: str = "",
         choice_prior: Callable[[str], float] | None = None,
         context_window: int = 4096,
+        token_seconds: float = 0.0,
     ):
         self._respond = rules if callable(rules) else self._by_rules(list(rules), default)
         self._choice_prior = choice_prior or (lambda choice: 0.0)
         self._context_window = context_window
+        self.token_seconds = token_seconds
         self.calls: list[GenerationRequest | ChoiceRequest] = []
         self.generate_calls: list[list[GenerationRequest]] = []  # one entry per generate() batch
 
@@ -83,6 +88,12 @@ class FakeLLM:
             if len(ids) > request.max_tokens:
                 text, finish = self.detokenize(ids[: request.max_tokens]), "length"
                 ids = ids[: request.max_tokens]
+            if self.token_seconds or listening():
+                for n in range(1, len(ids) + 1):
+                    time.sleep(self.token_seconds)
+                    if not emit(self.detokenize(ids[:n])):  # the listener ends it here
+                        text, finish, ids = self.detokenize(ids[:n]), "length", ids[:n]
+                        break
             out.append(Completion(
                 text=text,
                 prompt_tokens=self.count_chat_tokens(request.messages),

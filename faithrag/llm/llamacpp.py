@@ -44,6 +44,8 @@ Contract:
   kept only when it equals the constrained pick, so every kept token obeys the grammar. A
   constrained reply may run past max_tokens, to `base.decoding_cap`, to close its structure.
   `constrain=False` (config `llm.constrain = false`) ignores schemas and grammars.
+- Generation streams (faithrag/llm/streaming.py): after each token the reply so far goes to the
+  context's listener, which may end it there; a cancelled run stops at its next token.
 - One sequence is decoded at a time (several sequences in one batch do not pay on a CPU).
   Threads default to the usable cores; llama.cpp's threads spin-wait for each other, so on a
   machine whose cores are busy with other processes set `n_threads` (config `llm.n_threads`) to 1.
@@ -86,6 +88,7 @@ from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
 from faithrag.llm.grammar import CompiledGrammars, GrammarMask, gbnf_for
 from faithrag.llm.lookup import LookupDrafter
 from faithrag.llm.models import PRESETS, resolve_model
+from faithrag.llm.streaming import emit
 
 _backend_ready = False
 # greedy decoding under a grammar: how many of the best tokens are checked one by one before the
@@ -368,6 +371,8 @@ class LlamaCppLLM:
             cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
+                break
+            if not emit(text):  # the listener ends the reply here (finish stays "length")
                 break
             if draft and draft[0] == token:  # the pick confirms the next drafted token
                 draft.pop(0)

@@ -44,10 +44,12 @@ from faithrag.server.chat_completions import (
     error_event,
     find_model,
     models_list,
+    reply_shape,
     to_ask_body,
 )
 from faithrag.server.errors import JSONBody, RequestError, error_response, status_for
 from faithrag.server.guard import GuardMiddleware
+from faithrag.server.reply import Reply, ReplyShape, check_schema
 from faithrag.server.service import AskService
 from faithrag.server.settings import ServerSettings
 from faithrag.types import Conflict, ConflictCheck
@@ -262,32 +264,56 @@ def create_app(service: AskService, settings: ServerSettings | None = None) -> A
     @api.post("/v1/chat/completions")
     async def chat_completions(request: ChatCompletionRequest) -> Any:
         """OpenAI-compatible: the last user message is the question; `faithrag` (extension
-        field) carries passages, choices, rerank, verify, detect, on_conflict and k; the reply's
-        `faithrag` field carries the `/v1/ask` result, its conflict report included.
-        `stream: true` sends server-sent events."""
+        field) carries passages, choices, rerank, verify, detect, on_conflict, k and summary;
+        the reply's `faithrag` field carries the `/v1/ask` result, its conflict report
+        included. `max_tokens` cuts the reply, `response_format` makes it JSON, and `stream:
+        true` sends server-sent events, the final generation's text as it is decoded."""
         body = to_ask_body(request, service.stages)
+        shape = reply_shape(request, service.config.server.conflict_summary)
+        check_schema(shape, service.config)
         completion = Completion(request.model)
         if not request.stream:
-            result = await answer(body)
-            return JSONBody(completion.whole(result))
-        return StreamingResponse(_stream(completion, body), media_type="text/event-stream",
+            reply = Reply(shape)
+            result = await in_thread(lambda deadline, cancel: service.ask(body, deadline,
+                                                                          cancel, reply))
+            return JSONBody(completion.whole(result, reply))
+        return StreamingResponse(_stream(completion, body, shape),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
-    async def _stream(completion: Completion, body: AskBody) -> AsyncIterator[str]:
+    async def _stream(completion: Completion, body: AskBody,
+                      shape: ReplyShape) -> AsyncIterator[str]:
+        """The role at once; the reply's text as the run hands it over (comments while there
+        is none, to keep proxies and clients waiting); the rest and the end once it is done."""
+        loop = asyncio.get_running_loop()
+        texts: asyncio.Queue[str | None] = asyncio.Queue()
+        reply = Reply(shape, lambda text: loop.call_soon_threadsafe(texts.put_nowait, text))
         yield completion.chunk({"role": "assistant", "content": ""})
-        task = asyncio.ensure_future(answer(body))
+        task = asyncio.ensure_future(in_thread(
+            lambda deadline, cancel: service.ask(body, deadline, cancel, reply)))
+        # None after the last text: the run's texts are all queued before it ends
+        task.add_done_callback(lambda _: texts.put_nowait(None))
+        waiting: asyncio.Future[str | None] | None = None
         try:
-            while not task.done():
-                await asyncio.wait({task}, timeout=KEEP_ALIVE_SECONDS)
-                if not task.done():
-                    yield ": running\n\n"  # a comment: keeps proxies and clients waiting
+            while True:
+                waiting = waiting or asyncio.ensure_future(texts.get())
+                done, _ = await asyncio.wait({waiting}, timeout=KEEP_ALIVE_SECONDS)
+                if not done:
+                    yield ": running\n\n"  # a comment
+                    continue
+                text, waiting = waiting.result(), None
+                if text is None:
+                    break
+                yield completion.chunk({"content": text})
             result = task.result()
         except FaithragError as exc:
             yield error_event(status_for(exc), exc.message, exc.hint)
             return
         finally:
             task.cancel()
-        for chunk in completion.last_chunks(result):
+            if waiting is not None:
+                waiting.cancel()
+        for chunk in completion.last_chunks(result, reply):
             yield chunk
 
     async def app_with_options(scope: Any, receive: Any, send: Any) -> None:

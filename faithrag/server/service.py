@@ -5,6 +5,9 @@ is up): it then stops at its next model call, or gives up its place in the queue
 
     service = AskService(config, llm, retriever, Pipeline.from_parts)
     service.ask(AskBody(question="Who founded X?"), deadline=time.monotonic() + 60)
+
+A chat completion's run also carries its Reply (faithrag.server.reply): the generation that
+writes the answer goes through it, and its JSON reply is made inside the same run.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from faithrag.config import Config
-from faithrag.llm.base import LLM
-from faithrag.llm.cancel import CancellableLLM, CancelToken, RunCancelled, cancellable
+from faithrag.llm.base import LLM, require_llm
+from faithrag.llm.cancel import CancelToken, RunCancelled, cancellable
 from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.server.ask_request import ON_CONFLICT, AskBody, PipelineChoice, to_ask_request
 from faithrag.server.errors import RequestError
 from faithrag.server.evidence import generator_view
+from faithrag.server.reply import Reply, ReplyLLM, replying
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
 
@@ -38,7 +42,7 @@ class AskService:
                  build_pipeline: BuildPipeline, serialize_runs: bool = True,
                  limits: Limits | None = None):
         self.config = config
-        self.llm = CancellableLLM(llm)  # every pipeline's model calls: cancellable per run
+        self.llm = ReplyLLM(require_llm(llm))  # every pipeline's model calls: cancellable per run
         self.retriever = retriever
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
@@ -65,24 +69,30 @@ class AskService:
             return self._pipelines[choice]
 
     def ask(self, body: AskBody, deadline: float | None = None,
-            cancel: CancelToken | None = None) -> dict[str, Any]:
+            cancel: CancelToken | None = None, reply: Reply | None = None) -> dict[str, Any]:
         """The pipeline's result for a request body, `passages` being exactly the ones the
         generator saw and `evidence` saying how many were dropped or cut, and why; `conflicts`
-        and `conflict_checks` are the stages' conflict report (Result.to_dict). Raises
-        RequestError on a bad body, or (504) when the run cannot start before `deadline`
-        (time.monotonic()) because others hold the model; RunCancelled once `cancel` is
-        cancelled, while queued or at the run's next model call."""
+        and `conflict_checks` are the stages' conflict report (Result.to_dict). With `reply`,
+        the run's final generation goes through it and `reply.finish` makes the reply before
+        the model is let go (its steps are in the trace). Raises RequestError on a bad body,
+        or (504) when the run cannot start before `deadline` (time.monotonic()) because others
+        hold the model; RunCancelled once `cancel` is cancelled, while queued or at the run's
+        next model call (or token, on a backend that streams)."""
         request = to_ask_request(body, self.defaults, self.stages, self.limits)
+        if reply is not None:
+            reply.begin(request)
         cancel = cancel or CancelToken()
         if self._run_lock is not None:
             self._wait_for_model(deadline, cancel)
         try:  # building may also load models (a knowledge base's embedder)
-            with cancellable(cancel):
+            with cancellable(cancel), replying(reply):
                 result = self.pipeline(request.choice).run(request.question, request.passages)
+                view = generator_view(result, self.llm)
+                if reply is not None:
+                    reply.finish(result, view.passages, self.llm, self.config)
         finally:
             if self._run_lock is not None:
                 self._run_lock.release()
-        view = generator_view(result, self.llm)
         out = result.to_dict()
         out["passages"] = [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
                             "text": p.text} for p in view.passages]

@@ -56,3 +56,20 @@ def test_adding_to_a_lancedb_store_skips_an_unchanged_file(project, capsys):
                  "llm.backend=fake", "--json", "-k", "3"]) == 0
     ids = [p["id"] for p in json.loads(capsys.readouterr().out)["passages"]]
     assert sorted(ids) == ["more/m.txt#0", "more/n.txt#0"]
+
+
+@pytest.mark.parametrize("missing, args, extra", [
+    ("faiss", ["--mode", "dense"], "dense"),
+    ("lancedb", ["--lance"], "lancedb"),
+    ("llama_cpp", ["--paraphrase"], "llamacpp"),  # the model loads after the index is built
+])
+def test_a_missing_extra_is_reported_before_the_index_is_written(project, monkeypatch, capsys,
+                                                                 missing, args, extra):
+    import sys
+
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    out = project / "idx"
+    target = f"lancedb:{out}" if "--lance" in args else str(out)
+    assert main(["index", "base", "--out", target, *[a for a in args if a != "--lance"]]) == 2
+    assert not out.exists()
+    assert f"pip install 'faithrag[{extra}]'" in capsys.readouterr().err

@@ -122,6 +122,19 @@ def test_report_table_summary_and_plots(runs: list[Path], tmp_path: Path) -> Non
     assert "![accuracy](accuracy.png)" in table
 
 
+def test_report_without_matplotlib_says_so_before_writing_anything(runs: list[Path],
+                                                                  tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    import sys
+
+    from faithrag.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    with pytest.raises(MissingExtraError, match="Plots needs the optional extra 'plots'"):
+        report(runs, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_report_without_compare_or_sweep(runs: list[Path], tmp_path: Path) -> None:
     files = report(runs[:2], tmp_path / "plain")
     assert [p.name for p in files.plots] == ["accuracy.png"]

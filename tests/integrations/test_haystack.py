@@ -315,6 +315,12 @@ def test_a_loaded_llm_or_a_plain_text_key_is_not_serialised(kb, monkeypatch):
     assert [c.api_key for c in loaded] == ["sk-from-env"]  # read from the environment on warm-up
 
 
+def test_a_name_given_as_the_model_is_refused_at_construction(kb):
+    with pytest.raises(ConfigError, match="not the name 'tiny'") as info:
+        FaithragVerifier(kb=kb, llm="tiny")
+    assert "model='tiny'" in info.value.hint
+
+
 def test_the_model_loads_once_on_warm_up_from_the_configuration(monkeypatch):
     loaded = []
     monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: loaded.append(config) or

@@ -199,6 +199,9 @@ def test_configuration_is_checked_when_a_component_is_built(monkeypatch):
         FaithragVerifier()
     with pytest.raises(ConfigError, match="'antisyco__kb' is set by the component"):
         FaithragVerifier(kb="a", settings={"antisyco__kb": "b"})
+    with pytest.raises(ConfigError, match="not the name 'openai'") as info:
+        FaithragReranker(llm="openai")
+    assert "backend='openai'" in info.value.hint
 
 
 def test_the_model_loads_from_settings_once_on_first_use(monkeypatch):

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from faithrag.errors import ConfigError
 from faithrag.llm.base import (
     ChoiceRequest,
     ChoiceScores,
@@ -11,6 +12,7 @@ from faithrag.llm.base import (
     TokenBias,
     decoding_cap,
     generate_then_score,
+    require_llm,
     score_choices_many,
     user_prompt,
 )
@@ -102,3 +104,16 @@ def test_an_unconstrained_or_unstructured_reply_keeps_max_tokens():
     assert decoding_cap(structured, constrained=False, room=1000) == 100
     plain = GenerationRequest(user_prompt("q"), max_tokens=100)
     assert decoding_cap(plain, constrained=True, room=1000) == 100
+
+
+@pytest.mark.parametrize("value, message, hint", [
+    ("openai", "not the name 'openai'", "backend='openai'"),
+    ("qwen2.5-7b", "not the name 'qwen2.5-7b'", "model='qwen2.5-7b'"),
+    (object(), "the object given has no generate", "load_llm(config.llm)"),
+])
+def test_a_name_or_object_where_a_loaded_model_is_expected_is_refused(value, message, hint):
+    with pytest.raises(ConfigError, match=message) as info:
+        require_llm(value, "llm")
+    assert hint in info.value.hint
+    fake = FakeLLM()
+    assert require_llm(fake) is fake

@@ -4,8 +4,12 @@ the extension field, the trace and removed passages in the reply, models, errors
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from faithrag.llm.cancel import RunCancelled
+from faithrag.llm.delegating import DelegatingLLM
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.vanilla import VanillaRAG
@@ -256,3 +260,248 @@ def test_the_official_client_retrieves_one_model_and_gets_a_404_for_another(star
     with pytest.raises(openai.NotFoundError) as info:
         client.models.retrieve("faithrag/nonsense")
     assert "GET /v1/models lists them" in str(info.value)
+
+
+SIDES_PASSAGES = [{"title": "Canberra", "text": CANBERRA},
+                  {"title": "Sydney", "text": "Sydney is the capital."}]
+SUMMARY = "[faithrag: conflicts=passage_vs_passage; sides=2; actions=removed]"
+
+
+def content_of(chunks) -> str:
+    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+
+@pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
+def test_max_tokens_cuts_the_reply_and_the_finish_reason_says_so(start_server, field):
+    llm = FakeLLM(default="Canberra is the capital")
+    client = client_for(start_server(llm=llm))
+    request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}],
+               "extra_body": {"faithrag": {"passages": [{"text": CANBERRA}]}}}
+    reply = client.chat.completions.create(**request, **{field: 8})
+    assert reply.choices[0].message.content == "Canberra"  # one byte per fake token
+    assert reply.choices[0].finish_reason == "length"
+    assert llm.calls[-1].max_tokens == 8
+    assert reply.usage.completion_tokens == 8 == reply.model_extra["faithrag"]["trace"][
+        "totals"]["completion_tokens"]
+    chunks = list(client.chat.completions.create(stream=True, **request, **{field: 8}))
+    assert content_of(chunks) == "Canberra" and chunks[-1].choices[0].finish_reason == "length"
+    whole = client.chat.completions.create(**request)
+    assert (whole.choices[0].message.content, whole.choices[0].finish_reason) == (
+        "Canberra is the capital", "stop")
+
+
+def test_a_json_schema_reply_is_parsed_by_the_official_client(start_server):
+    from pydantic import BaseModel
+
+    class Capital(BaseModel):
+        city: str
+        since: int
+
+    llm = FakeLLM([("JSON schema of the reply", '{"city": "Canberra", "since": 1913}')],
+                  default="Canberra")
+    client = client_for(start_server(llm=llm))
+    reply = client.chat.completions.parse(
+        model="faithrag", messages=[{"role": "user", "content": "Capital since when?"}],
+        response_format=Capital, extra_body={"faithrag": {"passages": [{"text": CANBERRA}]}})
+    assert reply.choices[0].message.parsed == Capital(city="Canberra", since=1913)
+    assert llm.calls[-1].schema["required"] == ["city", "since"]
+    object_reply = client.chat.completions.create(
+        model="faithrag", messages=[{"role": "user", "content": "Capital?"}],
+        response_format={"type": "json_object"})
+    assert json.loads(object_reply.choices[0].message.content) == {"city": "Canberra",
+                                                                   "since": 1913}
+    assert llm.calls[-1].schema == {"type": "object"}
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "'tools'"),
+    ({"tool_choice": "auto"}, "'tool_choice'"),
+    ({"extra_body": {"functions": [{"name": "f"}]}}, "'functions'"),
+    ({"logprobs": True}, "'logprobs'"),
+    ({"stop": ["\n"]}, "'stop'"),
+    ({"presence_penalty": 0.5}, "'presence_penalty'"),
+    ({"extra_body": {"guided_json": {}}}, "'guided_json'"),
+    ({"max_tokens": 5, "max_completion_tokens": 6}, "disagree"),
+    ({"response_format": {"type": "json_schema"}}, "no json_schema"),
+    ({"response_format": {"type": "xml"}}, "'response_format.type'"),
+])
+def test_fields_the_facade_does_not_carry_out_are_a_400_naming_them(start_server, kwargs,
+                                                                     field):
+    llm = FakeLLM(default="x")
+    client = client_for(start_server(llm=llm))
+    with pytest.raises(openai.BadRequestError, match=field) as info:
+        client.chat.completions.create(
+            model="faithrag", messages=[{"role": "user", "content": "q?"}], **kwargs)
+    assert info.value.body["type"] == "invalid_request_error"
+    assert llm.calls == []
+
+
+def test_fields_clients_send_anyway_are_taken(start_server):
+    reply = client_for(start_server()).chat.completions.create(
+        model="faithrag", messages=[{"role": "user", "content": "q?"}], temperature=0.7,
+        top_p=0.9, seed=3, user="someone", n=1, logprobs=False, tools=None,
+        response_format={"type": "text"}, stream_options=None)
+    assert reply.choices[0].message.content == "Canberra"
+
+
+def test_the_reply_streams_as_the_final_generation_is_decoded(start_server):
+    import time
+
+    answer = "Canberra, the capital since 1913"
+    server = start_server(llm=FakeLLM(default=answer, token_seconds=0.02))
+    started = time.monotonic()
+    arrivals = []
+    for chunk in client_for(server).chat.completions.create(
+            model="faithrag", stream=True, messages=[{"role": "user", "content": "Capital?"}],
+            extra_body={"faithrag": {"passages": [{"text": CANBERRA}]}}):
+        if chunk.choices and chunk.choices[0].delta.content:
+            arrivals.append((time.monotonic() - started, chunk.choices[0].delta.content))
+    total = time.monotonic() - started
+    assert "".join(text for _, text in arrivals) == answer
+    assert len(arrivals) > 5  # token by token, not one chunk at the end
+    assert arrivals[0][0] < total / 2  # 32 tokens of 20 ms: the first is out early
+
+
+def test_the_conflict_summary_ends_the_text_reply_unless_switched_off(start_server,
+                                                                      conflict_stages):
+    server = start_server(llm=FakeLLM(default="Canberra"))
+    client = client_for(server)
+    request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}]}
+    options = {"rerank": "test_sides", "passages": SIDES_PASSAGES}
+    reply = client.chat.completions.create(**request, extra_body={"faithrag": options})
+    assert reply.choices[0].message.content == f"Canberra\n\n{SUMMARY}"
+    chunks = list(client.chat.completions.create(stream=True, **request,
+                                                 extra_body={"faithrag": options}))
+    assert content_of(chunks) == f"Canberra\n\n{SUMMARY}"
+    quiet = client.chat.completions.create(**request,
+                                           extra_body={"faithrag": {**options, "summary": False}})
+    assert quiet.choices[0].message.content == "Canberra"
+    assert quiet.model_extra["faithrag"]["conflicts"][0]["kind"] == "passage_vs_passage"
+    plain = client.chat.completions.create(**request,
+                                           extra_body={"faithrag": {"passages": SIDES_PASSAGES}})
+    assert plain.choices[0].message.content == "Canberra"  # no conflict, no line
+
+
+def test_the_server_setting_switches_the_summary_off(start_server, conflict_stages):
+    from faithrag.config import Config
+
+    config = Config.load(overrides={"llm.backend": "fake", "server.conflict_summary": False})
+    client = client_for(start_server(llm=FakeLLM(default="Canberra"), config=config))
+    request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}],
+               "extra_body": {"faithrag": {"rerank": "test_sides", "passages": SIDES_PASSAGES}}}
+    assert client.chat.completions.create(**request).choices[0].message.content == "Canberra"
+    request["extra_body"]["faithrag"]["summary"] = True
+    assert client.chat.completions.create(**request).choices[0].message.content.endswith(SUMMARY)
+
+
+def test_langchains_chat_openai_gets_answers_the_summary_and_structured_output(start_server,
+                                                                               conflict_stages):
+    langchain_openai = pytest.importorskip("langchain_openai")
+    from pydantic import BaseModel
+
+    class Capital(BaseModel):
+        city: str
+
+    llm = FakeLLM([("JSON schema of the reply", '{"city": "Canberra"}')], default="Canberra")
+    server = start_server(llm=llm)
+    chat = langchain_openai.ChatOpenAI(model="faithrag", base_url=server.url + "/v1",
+                                       api_key="unused", max_retries=0, timeout=30)
+    assert chat.invoke("Capital of Australia?").content == "Canberra"  # the defaults it sends
+    assert "".join(c.content for c in chat.stream("Capital of Australia?")) == "Canberra"
+    with_sides = chat.bind(extra_body={"faithrag": {"rerank": "test_sides",
+                                                    "passages": SIDES_PASSAGES}})
+    message = with_sides.invoke("Capital of Australia?")
+    assert message.content.splitlines()[-1] == SUMMARY
+    assert chat.with_structured_output(Capital, method="json_schema").invoke(
+        "Capital of Australia?") == Capital(city="Canberra")
+    with pytest.raises(openai.BadRequestError, match="'tools' is not supported"):
+        chat.with_structured_output(Capital, method="function_calling").invoke("Capital?")
+
+
+TINY_REQUEST = {"model": "faithrag", "messages": [
+    {"role": "user", "content": "When was the Aldermoor Bridge opened, and by whom?"}],
+    "extra_body": {"faithrag": {"passages": [
+        {"title": "Aldermoor Bridge", "text": "The Aldermoor Bridge over the river Wend was "
+         "opened in 1887 by the mayor, Edith Carrow, after six years of building."}]}}}
+
+
+class Outcomes(DelegatingLLM):
+    """The served model, recording how each generation call ended: "done" or "cancelled"."""
+
+    def __init__(self, llm):
+        super().__init__(llm)
+        self.outcomes: list[str] = []
+
+    def generate(self, requests):
+        try:
+            completions = super().generate(requests)
+        except RunCancelled:
+            self.outcomes.append("cancelled")
+            raise
+        self.outcomes.append("done")
+        return completions
+
+
+@pytest.fixture
+def tiny_server(start_server, tiny_gguf):
+    from faithrag.config import Config
+    from faithrag.llm import load_llm
+
+    config = Config.load(overrides={"llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
+                                    "llm.n_threads": 1, "generation.answer_tokens": 64})
+    llm = Outcomes(load_llm(config.llm))
+    return client_for(start_server(llm=llm, config=config)), llm
+
+
+@pytest.mark.model
+def test_the_tiny_models_first_chunk_comes_before_its_answer_is_complete(tiny_server):
+    import time
+
+    client, _ = tiny_server
+    started = time.monotonic()
+    arrivals = []
+    for chunk in client.chat.completions.create(stream=True, **TINY_REQUEST):
+        if chunk.choices and chunk.choices[0].delta.content:
+            arrivals.append(time.monotonic() - started)
+    total = time.monotonic() - started
+    print(f"time to first chunk {arrivals[0]:.3f} s of {total:.3f} s, {len(arrivals)} chunks")
+    assert len(arrivals) > 1 and arrivals[0] < total
+
+
+@pytest.mark.model
+def test_the_tiny_model_writes_json_that_langchain_and_the_client_parse(tiny_server):
+    from pydantic import BaseModel
+
+    class Opening(BaseModel):
+        year: int
+        opened_by: str
+
+    client, _ = tiny_server
+    reply = client.chat.completions.parse(response_format=Opening, **TINY_REQUEST)
+    parsed = reply.choices[0].message.parsed
+    assert isinstance(parsed, Opening)
+    assert reply.model_extra["faithrag"]["trace"]["steps"][-1]["name"] == "json_schema"
+    langchain_openai = pytest.importorskip("langchain_openai")
+    chat = langchain_openai.ChatOpenAI(model="faithrag", base_url=str(client.base_url),
+                                       api_key="unused", max_retries=0, timeout=60,
+                                       extra_body=TINY_REQUEST["extra_body"])
+    structured = chat.with_structured_output(Opening, method="json_schema")
+    assert isinstance(structured.invoke(TINY_REQUEST["messages"][0]["content"]), Opening)
+
+
+@pytest.mark.model
+def test_the_tiny_models_stream_stops_mid_answer_when_its_client_goes(tiny_server):
+    import time
+
+    client, llm = tiny_server
+    stream = client.chat.completions.create(stream=True, **TINY_REQUEST)
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break  # the first piece of the answer: the final generation is under way
+    stream.close()
+    deadline = time.monotonic() + 30
+    while not llm.outcomes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert llm.outcomes == ["cancelled"]  # stopped inside its call, at its next token
+    reply = client.chat.completions.create(**TINY_REQUEST)
+    assert reply.choices[0].message.content and llm.outcomes == ["cancelled", "done"]

@@ -1,22 +1,22 @@
 """HTTP to an OpenAI-compatible server: one httpx client, a timeout on every attempt, retries
-with back-off, the errors a caller gets, and requests run a few at a time.
+with back-off (tenacity), the errors a caller gets, and requests run a few at a time.
 
 Connection errors, timeouts, 429 and 5xx are retried `max_retries` times with exponential
-back-off and jitter (a numeric Retry-After is honoured, up to MAX_BACKOFF seconds). When the
-attempts run out, a server that never answered (or kept answering 429/502/503/504) gives
-ServerUnreachableError; one that kept failing with another 5xx gives ServerRejectedError with
-its message, as does any 4xx at once.
+back-off and jitter (`backoff` × 2^(retry − 1) × a factor drawn from [0.5, 1.5); a numeric
+Retry-After is honoured; at most MAX_BACKOFF seconds). When the attempts run out, a server that
+never answered (or kept answering 429/502/503/504) gives ServerUnreachableError; one that kept
+failing with another 5xx gives ServerRejectedError with its message, as does any 4xx at once.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from faithrag.errors import ServerRejectedError, ServerUnreachableError
 
@@ -44,6 +44,15 @@ def server_root(base_url: str) -> str:
     """The server's root URL: `base_url` without a trailing /v1 (where tokenize endpoints are)."""
     root = base_url.rstrip("/")
     return root.removesuffix("/v1")
+
+
+class _Retry(Exception):
+    """An attempt worth retrying: what went wrong, its HTTP status (0: no answer), and the
+    seconds its Retry-After asked for."""
+
+    def __init__(self, reason: str, status: int = 0, retry_after: float = 0.0):
+        super().__init__(reason)
+        self.reason, self.status, self.retry_after = reason, status, retry_after
 
 
 class Transport:
@@ -76,45 +85,52 @@ class Transport:
         """The JSON body of the server's answer to `method url` with `payload`, retried as the
         module docstring says; ServerRejectedError or ServerUnreachableError otherwise."""
         attempts = self._max_retries + 1
-        last, last_status, retry_after = "", 0, 0.0
-        for attempt in range(attempts):
-            if attempt:
-                delay = self._backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-                time.sleep(min(MAX_BACKOFF, max(delay, retry_after)))
-            try:
-                response = self._client.request(method, url, json=payload)
-            except httpx.TimeoutException:
-                last, last_status, retry_after = f"no answer within {self._timeout:g} s", 0, 0.0
-                continue
-            except httpx.TransportError as exc:
-                last, last_status, retry_after = f"connection failed: {exc}", 0, 0.0
-                continue
-            status = response.status_code
-            if status == 429 or status >= 500:
-                last, last_status = f"HTTP {status}: {error_message(response)}", status
-                header = response.headers.get("retry-after", "")
-                retry_after = float(header) if header.replace(".", "", 1).isdigit() else 0.0
-                continue
-            if status >= 400:
+        retrying = Retrying(stop=stop_after_attempt(attempts), wait=self._wait,
+                            retry=retry_if_exception_type(_Retry), reraise=True)
+        try:
+            return retrying(self._attempt, method, url, payload)
+        except _Retry as last:
+            if last.status and last.status not in (429, 502, 503, 504):
                 raise ServerRejectedError(
-                    f"{url} rejected the request (HTTP {status}): {error_message(response)}",
-                    "The server does not accept a parameter or value this request used; see its "
-                    "message (and its log).")
-            try:
-                return response.json()
-            except ValueError as exc:
-                raise ServerRejectedError(
-                    f"{url} answered HTTP {status} with a body that is not JSON: "
-                    f"{response.text[:200]!r}",
-                    "Check that --base-url points at an OpenAI-compatible API (usually ending "
-                    "in /v1).") from exc
-        if last_status and last_status not in (429, 502, 503, 504):
+                    f"{url} kept failing after {attempts} attempts (last: {last.reason}).",
+                    "The server is up but fails on this request; see its log.") from None
+            raise ServerUnreachableError(
+                f"The server at {url} did not answer after {attempts} attempts (last: "
+                f"{last.reason}).", "Start the server or check --base-url (and the timeout).") \
+                from None
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt: the back-off, or the Retry-After asked for."""
+        failure = state.outcome.exception() if state.outcome is not None else None
+        delay = self._backoff * 2 ** (state.attempt_number - 1) * (0.5 + random.random())
+        return min(MAX_BACKOFF, max(delay, getattr(failure, "retry_after", 0.0)))
+
+    def _attempt(self, method: str, url: str, payload: dict[str, Any] | None) -> Any:
+        """One attempt: the JSON answer, _Retry for what is worth another, else the error."""
+        try:
+            response = self._client.request(method, url, json=payload)
+        except httpx.TimeoutException:
+            raise _Retry(f"no answer within {self._timeout:g} s") from None
+        except httpx.TransportError as exc:
+            raise _Retry(f"connection failed: {exc}") from None
+        status = response.status_code
+        if status == 429 or status >= 500:
+            header = response.headers.get("retry-after", "")
+            raise _Retry(f"HTTP {status}: {error_message(response)}", status,
+                         float(header) if header.replace(".", "", 1).isdigit() else 0.0)
+        if status >= 400:
             raise ServerRejectedError(
-                f"{url} kept failing after {attempts} attempts (last: {last}).",
-                "The server is up but fails on this request; see its log.")
-        raise ServerUnreachableError(
-            f"The server at {url} did not answer after {attempts} attempts (last: {last}).",
-            "Start the server or check --base-url (and the timeout).")
+                f"{url} rejected the request (HTTP {status}): {error_message(response)}",
+                "The server does not accept a parameter or value this request used; see its "
+                "message (and its log).")
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ServerRejectedError(
+                f"{url} answered HTTP {status} with a body that is not JSON: "
+                f"{response.text[:200]!r}",
+                "Check that --base-url points at an OpenAI-compatible API (usually ending "
+                "in /v1).") from exc
 
     def probe(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
         """A request for an optional endpoint: None when the server refuses it (4xx)."""
