@@ -54,6 +54,12 @@ def script(trusted_year: str):
 
 
 @pytest.fixture
+def chat_script():
+    """`script`, to make the script of another subject."""
+    return script
+
+
+@pytest.fixture
 def bridge_script():
     """The script of `script` for the Aldermoor Bridge, which opened in 1887."""
     return script("1887")
