@@ -13,6 +13,42 @@ import pytest
 from faithrag.errors import ModelNotFoundError
 from faithrag.llm.models import models_dir, resolve_model
 
+# How to run what a group of skipped tests needs: the markers of pyproject.toml, then the
+# torch paths, whose skip reasons end in "(make torch)".
+SKIP_GROUPS = {
+    "browser": "apt-get install chromium chromium-driver, then pytest -m browser",
+    "install": "pytest -m install (it needs the package index)",
+    "model": "make models-tiny, then pytest -m model",
+    "server": "FAITHRAG_LLAMA_SERVER=$(scripts/build_llama_server.sh) pytest -m server",
+    "torch": "make torch, then pytest tests/llm/test_transformers.py tests/retrieval "
+             "tests/methods/csrag tests/integrations",
+}
+
+
+def skip_group(report: pytest.TestReport) -> str:
+    """The group of a skipped test: its first marker of SKIP_GROUPS, "torch" when the reason
+    says `make torch`, else the reason itself."""
+    marked = next((name for name in SKIP_GROUPS if name in report.keywords), None)
+    reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else ""
+    reason = reason.removeprefix("Skipped: ")
+    return marked or ("torch" if "(make torch)" in reason else reason)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Ends the run (before pytest's own closing lines) with the groups of skipped tests and
+    the command that runs each, so a run that skipped a README path says so."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    groups: dict[str, int] = {}
+    for report in skipped:
+        group = skip_group(report)
+        groups[group] = groups.get(group, 0) + 1
+    terminalreporter.section(f"{len(skipped)} skipped, by what they need")
+    for group, count in sorted(groups.items(), key=lambda item: -item[1]):
+        how = SKIP_GROUPS.get(group)
+        terminalreporter.write_line(f"{count:4d} {group}: {how}" if how else f"{count:4d} {group}")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _fresh_cache(tmp_path_factory):

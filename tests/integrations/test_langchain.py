@@ -9,6 +9,8 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -16,9 +18,12 @@ pytest.importorskip("langchain_core", reason="the langchain extra is not install
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 from langchain_core.load import dumps, loads
 from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+from pydantic import Field
 
 import faithrag
 import faithrag.llm
@@ -27,6 +32,7 @@ from faithrag.integrations.langchain import (
     CONFLICTS_KEY,
     RANK_KEY,
     REMOVED_KEY,
+    SCORE_KEY,
     FaithragReranker,
     FaithragVerifier,
     to_passages,
@@ -62,6 +68,25 @@ def respond(request):
 
 def scripted() -> FakeLLM:
     return FakeLLM(respond)
+
+
+class ScriptedChat(BaseChatModel):
+    """A LangChain chat model whose reply is `respond(last message's text)`; it reports token
+    usage as a provider's model does."""
+
+    respond: Any
+    prompts: list = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.prompts.append(messages)
+        message = AIMessage(self.respond(messages[-1].content),
+                            usage_metadata={"input_tokens": 100, "output_tokens": 5,
+                                            "total_tokens": 105})
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def eiffel_documents() -> list[Document]:
@@ -104,13 +129,17 @@ def test_reranker_drops_the_false_side_and_keeps_the_reason_on_every_kept_docume
                                      "year": 1889}  # the input is not changed
 
 
-def test_reranker_orders_as_the_model_ranks_and_top_n_cuts():
+def test_reranker_orders_as_the_model_ranks_scores_as_langchains_rerankers_and_cuts_at_top_n():
     llm = FakeLLM(lambda r: "Conflict: None" if r.purpose == "detect_conflict"
-                  else "[3] > [1] > [2]")
+                  else "[3] > [1] > [2] > [5] > [4]")
     documents = [Document("The Eiffel Tower was completed in 1889.", id=name)
-                 for name in ("a", "b", "c")]
-    assert [d.id for d in FaithragReranker(llm=llm).compress_documents(documents, QUESTION)] \
-        == ["c", "a", "b"]
+                 for name in ("a", "b", "c", "d", "e")]
+    kept = FaithragReranker(llm=llm).compress_documents(documents, QUESTION)
+    assert [d.id for d in kept] == ["c", "a", "b"]  # top_n is 3, as in LangChain's re-rankers
+    assert [d.metadata[SCORE_KEY] for d in kept] == [1.0, 0.8, 0.6]  # rank scores, descending
+    every = FaithragReranker(llm=llm, top_n=None).compress_documents(documents, QUESTION)
+    assert [d.id for d in every] == ["c", "a", "b", "e", "d"]
+    assert [d.metadata[SCORE_KEY] for d in every] == [1.0, 0.8, 0.6, 0.4, 0.2]
     top = FaithragReranker(llm=llm, top_n=1).compress_documents(documents, QUESTION)
     assert [(d.id, d.metadata[REMOVED_KEY]) for d in top] == [("c", [])]
 
@@ -128,6 +157,80 @@ def test_reranker_in_a_contextual_compression_retriever_over_bm25():
     kept = retriever.invoke("When was the Eiffel Tower completed?")
     assert {d.id for d in kept} == {"tower", "visitors"}
     assert kept[0].metadata[REMOVED_KEY][0]["id"] == "blog"
+
+
+def test_both_components_run_on_the_apps_langchain_chat_model(bridge_script, tmp_path):
+    (tmp_path / "facts.txt").write_text("The Aldermoor Bridge opened to traffic in 1887.")
+    chat = ScriptedChat(respond=bridge_script)
+    documents = [Document("The Aldermoor Bridge opened in 1887.", id="history"),
+                 Document("A blog says the Aldermoor Bridge opened in 1921.", id="blog"),
+                 Document("The Aldermoor Bridge has carried traffic since 1887.", id="survey")]
+    kept = FaithragReranker(llm=chat).compress_documents(documents, "When did it open?")
+    assert [d.id for d in kept] == ["survey", "history"]  # blog removed; the script reverses
+    assert kept[0].metadata[REMOVED_KEY][0]["id"] == "blog"
+    out = FaithragVerifier(llm=chat, kb=tmp_path).invoke(
+        {"question": "When did the Aldermoor Bridge open?", "documents": kept, "answer": "1921"})
+    assert (out["answer"], out["decision"]) == ("1887", "REPAIR")
+    assert {type(m).__name__ for prompt in chat.prompts for m in prompt} == {"SystemMessage",
+                                                                             "HumanMessage"}
+
+
+def test_a_chat_model_with_a_setting_that_scores_options_is_refused_when_built():
+    chat = ScriptedChat(respond=lambda text: "")
+    with pytest.raises(ConfigError, match="rerank.verdict='support'") as error:
+        FaithragReranker(llm=chat, settings={"rerank__verdict": "support"})
+    assert "faithrag.load_llm" in error.value.hint
+    assert not chat.prompts
+
+
+class OverlapRerankClient:
+    """Stands for Cohere's rerank client under LangChain's CohereRerank: scores each document
+    by the share of the query's words it holds."""
+
+    def rerank(self, query, documents, model, top_n, max_chunks_per_doc):
+        words = set(query.lower().split())
+        scores = [len(words & set(d.lower().split())) / len(words) for d in documents]
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])[:top_n]
+        return [SimpleNamespace(index=i, relevance_score=scores[i]) for i in order]
+
+
+def scoring_rag_app(compressor):
+    """An app written for a LangChain re-ranker that scores (CohereRerank, FlashrankRerank):
+    BM25, the re-ranker in a ContextualCompressionRetriever, then only the documents whose
+    `relevance_score` reaches 0.5 go into the prompt."""
+    bm25 = pytest.importorskip("langchain_community.retrievers",
+                               reason="langchain-community and rank-bm25 are not installed")
+    compression = pytest.importorskip("langchain_classic.retrievers",
+                                      reason="langchain-classic is not installed")
+    corpus = [Document("The Aldermoor Bridge opened in 1887.", id="history"),
+              Document("A blog says the Aldermoor Bridge opened in 1921.", id="blog"),
+              Document("The Aldermoor Bridge has carried traffic since 1887.", id="survey"),
+              Document("Walkers cross the Aldermoor Bridge, opened 1887.", id="walk"),
+              Document("The Golden Gate Bridge opened in 1937.", id="golden-gate")]
+    retriever = compression.ContextualCompressionRetriever(
+        base_compressor=compressor,
+        base_retriever=bm25.BM25Retriever.from_documents(corpus, k=4))
+    documents = retriever.invoke("When did the Aldermoor Bridge open?")
+    prompt_documents = [d for d in documents if d.metadata["relevance_score"] >= 0.5]
+    return documents, prompt_documents
+
+
+@pytest.mark.filterwarnings("ignore:The class `CohereRerank` was deprecated")
+@pytest.mark.parametrize("reranker", ["CohereRerank", "FaithragReranker"])
+def test_an_app_written_for_langchains_reranker_keeps_working_with_faithrags(reranker,
+                                                                             bridge_script):
+    if reranker == "CohereRerank":
+        from langchain_classic.retrievers.document_compressors import CohereRerank
+        compressor = CohereRerank(client=OverlapRerankClient())
+    else:
+        compressor = FaithragReranker(llm=ScriptedChat(respond=bridge_script))
+    documents, prompt_documents = scoring_rag_app(compressor)
+    scores = [d.metadata["relevance_score"] for d in documents]
+    assert len(documents) == 3 and scores == sorted(scores, reverse=True)  # top_n 3, sorted
+    assert prompt_documents == documents[:len(prompt_documents)] and prompt_documents
+    if reranker == "FaithragReranker":
+        assert "blog" not in [d.id for d in documents]
+        assert scores == [1.0, 2 / 3, 1 / 3]
 
 
 def test_no_documents_give_none_without_loading_the_model():
@@ -343,7 +446,8 @@ def test_the_documented_example_runs_as_written(trusted, monkeypatch, capsys):
 @pytest.mark.slow
 def test_tiny_model_in_a_langchain_rag_chain(tiny_gguf, tmp_path):
     """BM25Retriever -> ContextualCompressionRetriever(FaithragReranker) -> prompt | ChatLlamaCpp
-    -> FaithragVerifier, on the tiny model: structure, not quality."""
+    -> FaithragVerifier, the app's one chat model (ChatLlamaCpp on the tiny model) drafting and
+    running both stages: structure, not quality."""
     community = pytest.importorskip("langchain_community.retrievers",
                                     reason="langchain-community and rank-bm25 are not installed")
     chat_models = pytest.importorskip("langchain_community.chat_models")
@@ -364,12 +468,12 @@ def test_tiny_model_in_a_langchain_rag_chain(tiny_gguf, tmp_path):
         Document("Walkers cross the Aldermoor Bridge, opened 1887, to reach the mill.",
                  id="walk"),
         Document("The Golden Gate Bridge opened in 1937.", id="golden-gate")]
-    llm = faithrag.load_llm(faithrag.LLMConfig(model=str(tiny_gguf), n_threads=1))
+    chat = chat_models.ChatLlamaCpp(model_path=str(tiny_gguf), n_ctx=2048, n_threads=1,
+                                    max_tokens=64, temperature=0, verbose=False)
     retriever = compression.ContextualCompressionRetriever(
-        base_compressor=FaithragReranker(llm=llm, settings={"rerank__max_rounds": 1}),
+        base_compressor=FaithragReranker(llm=chat, top_n=None,
+                                         settings={"rerank__max_rounds": 1}),
         base_retriever=community.BM25Retriever.from_documents(corpus, k=4))
-    chat = chat_models.ChatLlamaCpp(model_path=str(tiny_gguf), n_ctx=1024, n_threads=1,
-                                    max_tokens=16, temperature=0, verbose=False)
     prompt = ChatPromptTemplate.from_messages([
         ("system", "Answer the question in a few words from the documents."),
         ("human", "{context}\n\nQuestion: {question}")])
@@ -380,13 +484,15 @@ def test_tiny_model_in_a_langchain_rag_chain(tiny_gguf, tmp_path):
 
     chain = (RunnableParallel(question=RunnablePassthrough(), documents=retriever)
              | RunnablePassthrough.assign(answer=context | prompt | chat | StrOutputParser())
-             | FaithragVerifier(llm=llm, kb=tmp_path / "trusted",
+             | FaithragVerifier(llm=chat, kb=tmp_path / "trusted",
                                 settings={"antisyco__max_claims": 1}))
     out = chain.invoke("When did the Aldermoor Bridge open?")
     documents = out["documents"]
     assert 2 <= len(documents) <= 4
     assert {d.id for d in documents} <= {"history", "blog", "survey", "walk", "golden-gate"}
     assert [d.metadata[RANK_KEY] for d in documents] == list(range(1, len(documents) + 1))
+    scores = [d.metadata[SCORE_KEY] for d in documents]
+    assert scores == sorted(scores, reverse=True) and scores[0] == 1.0
     removed = documents[0].metadata[REMOVED_KEY]
     assert len(documents) + len(removed) == 4
     assert all(r["reason"] for r in removed)

@@ -9,18 +9,28 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("llama_index.core", reason="pip install 'faithrag[llamaindex]'")
 
-from llama_index.core import MockEmbedding, Settings, SimpleKeywordTableIndex
+import llama_index.core.llms
+from llama_index.core import MockEmbedding, Settings, SimpleKeywordTableIndex, SummaryIndex
 from llama_index.core.base.response.schema import (
     PydanticResponse,
     Response,
     StreamingResponse,
 )
-from llama_index.core.llms import MockLLM
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms import (
+    CompletionResponse,
+    CustomLLM,
+    LLMMetadata,
+    MockLLM,
+)
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.postprocessor import LLMRerank, SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
@@ -28,7 +38,7 @@ import faithrag.llm
 from faithrag import Config, LLMConfig, load_llm
 from faithrag.errors import ConfigError, InputError, MissingExtraError
 from faithrag.integrations.llamaindex import (
-    FaithragCrossValPostprocessor,
+    FaithragCrossValRerank,
     FaithragVerifier,
 )
 from faithrag.llm.fake import FakeLLM
@@ -75,6 +85,28 @@ def scripted() -> FakeLLM:
     return FakeLLM(lambda request: crossval_reply(request) or VERIFY_REPLIES[request.purpose])
 
 
+class ScriptedLLM(CustomLLM):
+    """A LlamaIndex LLM whose reply is `respond(prompt)`; LlamaIndex renders a chat into one
+    prompt for it, as for any completion LLM."""
+
+    respond: Any
+    prompts: list = Field(default_factory=list)
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted", context_window=4096)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.respond(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        text = self.complete(prompt).text
+        yield CompletionResponse(text=text, delta=text)
+
+
 def bridge_nodes() -> list[TextNode]:
     return [TextNode(id_="history", text="The Aldermoor Bridge opened in 1887.",
                      metadata={"title": "Aldermoor history", "year": 1887}),
@@ -106,11 +138,12 @@ def trusted(tmp_path) -> Path:
 
 def test_postprocessor_drops_the_false_side_and_records_why_on_the_kept_nodes():
     nodes = scored(bridge_nodes())
-    kept = FaithragCrossValPostprocessor(llm=scripted()).postprocess_nodes(
+    kept = FaithragCrossValRerank(llm=scripted()).postprocess_nodes(
         nodes, query_str=QUESTION)
     assert [n.node.node_id for n in kept] == ["history", "survey", "walk"]
     assert [n.node.metadata["faithrag_rank"] for n in kept] == [1, 2, 3]
-    assert [n.score for n in kept] == [1.0, 0.8, 0.7]  # the retrieval scores
+    assert [n.score for n in kept] == [1.0, 2 / 3, 1 / 3]  # rank scores, as a re-ranker's
+    assert "retrieval_score" not in kept[0].node.metadata
     for node in kept:
         (removed,) = node.node.metadata["faithrag_removed"]
         assert removed["node_id"] == "blog"
@@ -126,10 +159,66 @@ def test_postprocessor_drops_the_false_side_and_records_why_on_the_kept_nodes():
     assert "faithrag_rank" not in nodes[0].node.metadata  # the retrieved nodes are untouched
 
 
+def test_top_n_cuts_as_llamaindex_rerankers_and_the_retrieval_score_can_be_kept():
+    nodes = scored([TextNode(id_=f"n{i}", text=f"Note {i} on the Aldermoor Bridge.")
+                    for i in range(7)])
+    reranker = FaithragCrossValRerank(llm=scripted())
+    assert reranker.top_n == 5  # as RankGPTRerank, the listwise re-ranker of llama-index-core
+    assert len(reranker.postprocess_nodes(nodes, query_str=QUESTION)) == 5
+    kept = FaithragCrossValRerank(llm=scripted(), top_n=2, keep_retrieval_score=True
+                                  ).postprocess_nodes(nodes, query_str=QUESTION)
+    assert [(n.score, n.node.metadata["retrieval_score"]) for n in kept] == [
+        (1.0, 1.0), (6 / 7, 0.9)]
+    assert "retrieval_score" not in kept[0].node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def test_both_components_run_on_the_apps_llamaindex_llm(bridge_script, trusted):
+    llm = ScriptedLLM(respond=bridge_script)
+    kept = FaithragCrossValRerank(llm=llm).postprocess_nodes(scored(bridge_nodes()),
+                                                             query_str=QUESTION)
+    assert [n.node.node_id for n in kept] == ["walk", "survey", "history"]  # reversed
+    verified = FaithragVerifier(llm=llm, kb=trusted).verify(
+        QUESTION, "The bridge opened in 1921.", nodes=kept)
+    assert (verified.response, verified.metadata["faithrag"]["decision"]) == ("1887", "REPAIR")
+    assert any("False passage:" in prompt for prompt in llm.prompts)
+
+
+def test_an_llm_with_a_setting_that_scores_options_is_refused_when_built():
+    llm = ScriptedLLM(respond=lambda prompt: "")
+    with pytest.raises(ConfigError, match="same_subject_check") as error:
+        FaithragCrossValRerank(llm=llm, rerank__same_subject_check=True)
+    assert "faithrag.load_llm" in error.value.hint and not llm.prompts
+
+
+def choice_select(prompt: str) -> str:
+    """LLMRerank's choice-select reply: every document shown, relevance 9, 8, 7, ..."""
+    shown = re.findall(r"Document (\d+):", prompt.split("Let's try this now")[-1])
+    return "\n".join(f"Doc: {n}, Relevance: {9 - i}" for i, n in enumerate(shown))
+
+
+@pytest.mark.parametrize("reranker", ["LLMRerank", "FaithragCrossValRerank"])
+def test_an_app_written_for_llamaindexs_reranker_keeps_working_with_faithrags(reranker,
+                                                                              bridge_script):
+    """The app: a query engine with an LLM re-ranker (`llm`, `top_n`), then a score cutoff;
+    only the re-ranker's class is swapped."""
+    rerank_class = {"LLMRerank": LLMRerank, "FaithragCrossValRerank": FaithragCrossValRerank}
+    llm = ScriptedLLM(respond=lambda prompt: choice_select(prompt) if "relevance score" in prompt
+                      else bridge_script(prompt))
+    engine = SummaryIndex(nodes=bridge_nodes()).as_query_engine(
+        llm=llm, node_postprocessors=[rerank_class[reranker](llm=llm, top_n=3),
+                                      SimilarityPostprocessor(similarity_cutoff=0.5)])
+    response = engine.query(QUESTION)
+    scores = [n.score for n in response.source_nodes]
+    assert 1 <= len(scores) <= 3 and scores == sorted(scores, reverse=True)
+    assert all(score >= 0.5 for score in scores) and response.response
+    if reranker == "FaithragCrossValRerank":
+        assert [n.node.node_id for n in response.source_nodes] == ["walk", "survey"]
+
+
 def test_postprocessor_in_a_query_engine_over_a_keyword_index():
     llm = scripted()
     index = SimpleKeywordTableIndex(nodes=bridge_nodes())
-    engine = index.as_query_engine(node_postprocessors=[FaithragCrossValPostprocessor(llm=llm)])
+    engine = index.as_query_engine(node_postprocessors=[FaithragCrossValRerank(llm=llm)])
     response = engine.query(QUESTION)
     kept = [n.node.node_id for n in response.source_nodes]
     assert sorted(kept) == ["history", "survey", "walk"]
@@ -139,7 +228,7 @@ def test_postprocessor_in_a_query_engine_over_a_keyword_index():
 
 def test_no_nodes_need_no_model_and_a_missing_query_is_refused():
     llm = scripted()
-    reranker = FaithragCrossValPostprocessor(llm=llm)
+    reranker = FaithragCrossValRerank(llm=llm)
     assert reranker.postprocess_nodes([], query_str=QUESTION) == []
     assert not llm.calls
     with pytest.raises(InputError, match="needs the query") as error:
@@ -155,7 +244,7 @@ def test_nodes_without_text_shared_ids_and_odd_metadata_types_are_passages():
                     TextNode(id_="a", text="", metadata={"title": None, "url": 42}),
                     TextNode(id_="a", text="Its piers are granite."),
                     TextNode(id_="", text="Built of stone.", metadata={"title": ""})])
-    kept = FaithragCrossValPostprocessor(llm=llm).postprocess_nodes(nodes, query_str=QUESTION)
+    kept = FaithragCrossValRerank(llm=llm).postprocess_nodes(nodes, query_str=QUESTION)
     assert [n.node.node_id for n in kept] == ["a", "a", "a", ""]
     assert [n.node.get_content() for n in kept] == [n.node.get_content() for n in nodes]
     prompt = llm.calls[0].messages[-1].content
@@ -164,21 +253,21 @@ def test_nodes_without_text_shared_ids_and_odd_metadata_types_are_passages():
 
 
 def test_postprocessor_runs_async_as_llamaindex_postprocessors_do():
-    kept = asyncio.run(FaithragCrossValPostprocessor(llm=scripted()).apostprocess_nodes(
+    kept = asyncio.run(FaithragCrossValRerank(llm=scripted()).apostprocess_nodes(
         scored(bridge_nodes()), query_str=QUESTION))
     assert [n.node.node_id for n in kept] == ["history", "survey", "walk"]
 
 
 def test_serialisation_keeps_the_configuration_and_never_the_key():
-    reranker = FaithragCrossValPostprocessor(llm=FakeLLM(), backend="openai",
+    reranker = FaithragCrossValRerank(llm=FakeLLM(), backend="openai",
                                              base_url="http://127.0.0.1:9/v1", model="m",
                                              llm__api_key="secret", rerank__max_rounds=1)
     data = reranker.to_dict()
-    assert data["class_name"] == "FaithragCrossValPostprocessor"
+    assert data["class_name"] == "FaithragCrossValRerank"
     assert "secret" not in reranker.to_json()
     assert data["config"]["llm"]["base_url"] == "http://127.0.0.1:9/v1"
     assert data["config"]["pipeline"]["rerank"] == "crossval"
-    again = FaithragCrossValPostprocessor.from_dict(data, llm=scripted())
+    again = FaithragCrossValRerank.from_dict(data, llm=scripted())
     assert again.config == reranker.config and again.config["rerank"]["max_rounds"] == 1
     kept = again.postprocess_nodes(scored(bridge_nodes()), query_str=QUESTION)
     assert len(kept) == 3
@@ -188,7 +277,7 @@ def test_components_force_their_own_stage_whatever_the_configuration_says(tmp_pa
     toml = tmp_path / "faithrag.toml"
     toml.write_text(f'[pipeline]\nrerank = "listwise"\nverify = "antisyco"\n\n'
                     f'[antisyco]\nkb = "{trusted}"\n')
-    reranker = FaithragCrossValPostprocessor(toml, llm=FakeLLM())
+    reranker = FaithragCrossValRerank(toml, llm=FakeLLM())
     assert reranker.config["pipeline"] == {**reranker.config["pipeline"], "rerank": "crossval",
                                            "verify": None}
     verifier = FaithragVerifier(Config.load(toml), llm=FakeLLM())
@@ -199,7 +288,7 @@ def test_components_force_their_own_stage_whatever_the_configuration_says(tmp_pa
 def test_bad_settings_are_refused_before_a_model_loads(monkeypatch):
     monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: pytest.fail("model loaded"))
     with pytest.raises(ConfigError, match="max_rounds"):
-        FaithragCrossValPostprocessor(backend="openai", rerank__max_rounds=-1)
+        FaithragCrossValRerank(backend="openai", rerank__max_rounds=-1)
     with pytest.raises(ConfigError, match="kb"):
         FaithragVerifier(backend="openai")
 
@@ -285,7 +374,9 @@ def example() -> str:
     return block.group(1)
 
 
-def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
+def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys, chat_script):
+    """As written, with the scripted LLM in MockLLM's place (tests/test_install.py runs it
+    with MockLLM itself on a bare faithrag[llamaindex] install)."""
     (tmp_path / "docs").mkdir()
     for name, text in {"tower.txt": "The Eiffel Tower was completed in 1889 for the fair.",
                        "blog.txt": "A travel blog says the Eiffel Tower was completed in 1925.",
@@ -294,15 +385,13 @@ def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
     (tmp_path / "trusted").mkdir()
     (tmp_path / "trusted" / "facts.txt").write_text("The Eiffel Tower was completed in 1889.")
     monkeypatch.chdir(tmp_path)
-    replies = {**VERIFY_REPLIES, "claims": "- The Eiffel Tower was completed then.",
-               "contradiction": "ANSWER: 1889", "repair": "1889"}
-    monkeypatch.setattr(faithrag.llm, "load_llm", lambda config: FakeLLM(
-        lambda request: crossval_reply(request) or replies[request.purpose]))
+    monkeypatch.setattr(llama_index.core.llms, "MockLLM",
+                        lambda: ScriptedLLM(respond=chat_script("1889")))
     exec(compile(example(), str(DOCS), "exec"), {})  # noqa: S102 (the docs' example, as written)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "1889 REPAIR"
-    assert [line[:2] for line in lines[1:3]] == ["1 ", "2 "]
-    assert sorted(line[2:] for line in lines[1:3]) == ["guide.txt", "tower.txt"]
+    assert lines[0] == "1889 PASS"
+    assert [line.split()[:2] for line in lines[1:3]] == [["1", "1.0"], ["2", "0.5"]]
+    assert sorted(line.split()[2] for line in lines[1:3]) == ["guide.txt", "tower.txt"]
     (removed,) = ast.literal_eval(lines[3])
     assert removed["reason"].startswith("conflicts with") and len(lines) == 4
 
@@ -314,7 +403,7 @@ def test_tiny_model_in_a_llamaindex_query_engine(tiny_gguf, trusted):
     nodes = bridge_nodes() + [TextNode(id_="canal", text="The Aldermoor canal opened in 1790.")]
     llm = load_llm(LLMConfig(model=str(tiny_gguf), n_ctx=2048, n_threads=1))
     try:
-        reranker = FaithragCrossValPostprocessor(llm=llm, rerank__max_rounds=1,
+        reranker = FaithragCrossValRerank(llm=llm, rerank__max_rounds=1,
                                                  rerank__passage_tokens=64,
                                                  rerank__reason_tokens=48)
         engine = RetrieverQueryEngine.from_args(

@@ -34,8 +34,8 @@ def fixture_chat() -> tuple[tuple[Message, ...], str, list[int]]:
 
 
 def need_torch():
-    pytest.importorskip("torch", reason="torch is not installed (pip install 'faithrag[hf]')")
-    pytest.importorskip("transformers", reason="transformers is not installed (faithrag[hf])")
+    pytest.importorskip("torch", reason="torch is not installed (make torch)")
+    pytest.importorskip("transformers", reason="transformers is not installed (make torch)")
 
 
 # ------------------------------------------------------------------------- no model needed
@@ -78,7 +78,7 @@ def test_dense_processor_adds_the_same_vector_at_every_step():
 @pytest.fixture(scope="module")
 def llm(tiny_gguf):
     need_torch()
-    pytest.importorskip("gguf", reason="gguf is not installed (faithrag[hf])")
+    pytest.importorskip("gguf", reason="gguf is not installed (make torch)")
     return hf.TransformersLLM("tiny", n_ctx=1024, torch_dtype="float32")
 
 
@@ -260,7 +260,7 @@ def test_batched_generation_matches_one_by_one(llm):
 
 @pytest.mark.model
 def test_a_schema_reply_parses_under_its_schema_and_the_bias_steers_within_it(llm):
-    pytest.importorskip("xgrammar", reason="xgrammar is not installed (faithrag[hf])")
+    pytest.importorskip("xgrammar", reason="xgrammar is not installed (make torch)")
     schema = choice_answer_schema(["Paris", "London"], max_tokens=64)
     ask = user_prompt("What is the capital of France? Options: Paris, London. Reply as JSON "
                       'with "Reason" and "Answer".')
@@ -277,7 +277,7 @@ def test_a_schema_reply_parses_under_its_schema_and_the_bias_steers_within_it(ll
 
 @pytest.mark.model
 def test_a_constrained_reply_denser_than_its_budget_runs_past_max_tokens_to_close(llm):
-    pytest.importorskip("xgrammar", reason="xgrammar is not installed (faithrag[hf])")
+    pytest.importorskip("xgrammar", reason="xgrammar is not installed (make torch)")
     digits = 'root ::= [0-9]{30} "."'  # one token per digit in the tiny model's vocabulary
     request = GenerationRequest(STORY, max_tokens=12, grammar=digits)
     [closed] = llm.generate([request])

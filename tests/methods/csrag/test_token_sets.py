@@ -92,8 +92,8 @@ def test_the_three_transports_carry_the_same_token_set(tiny_gguf, llama_server):
 
 @pytest.mark.model
 def test_transformers_processor_carries_the_same_set(tiny_gguf):
-    pytest.importorskip("torch", reason="torch is not installed (pip install 'faithrag[hf]')")
-    pytest.importorskip("transformers", reason="transformers is not installed (faithrag[hf])")
+    pytest.importorskip("torch", reason="torch is not installed (make torch)")
+    pytest.importorskip("transformers", reason="transformers is not installed (make torch)")
     import torch
 
     from faithrag.llm.llamacpp import LlamaCppLLM

