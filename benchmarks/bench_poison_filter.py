@@ -26,6 +26,7 @@ from faithrag.eval.adaptive_poison import ATTACKS, adapt
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
 from faithrag.eval.stats import wilson_interval
+from faithrag.llm.fake import FakeLLM
 from faithrag.registry import stage
 from faithrag.retrieval.retriever import InMemoryRetriever
 from faithrag.types import Question, Trace
@@ -42,7 +43,7 @@ def run(name: str, retrieval: str, attack: str, k: int, part: str, config: Confi
              else setting.dataset.items[CALIBRATION_FROM:])
     clean = InMemoryRetriever(setting.dataset.corpus(), mode=config.retrieval.mode)
     retriever = HostileRetriever(clean, setting.poison) if retrieval == "hostile" else clean
-    flt = stage("reranker", "poison_filter").build(None, config, None)
+    flt = stage("reranker", "poison_filter").build(FakeLLM(), config)  # it calls no LLM
     records = []
     for item in items:
         passages = retriever.retrieve(item.question, k)
