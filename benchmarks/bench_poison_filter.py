@@ -7,17 +7,20 @@ faithrag.methods.poison_filter.PoisonFilter is applied with the configuration's 
 Thresholds are chosen on the calibration part (dev items from the 101st on) and reported on the
 evaluation part (the first 100, the items `benchmarks/hostile.sh` answers).
 
-    python benchmarks/bench_poison_filter.py --part evaluation --out results/poison-filter
+    python benchmarks/bench_poison_filter.py --part evaluation --set use_cache=false \
+      --out results/poison-filter
     python benchmarks/bench_poison_filter.py --part calibration --set poison_filter.min_cluster=2
 
 Writes `<out>/<part>.jsonl` (one record per item: setting, retrieval, attack, k, the passages'
-poison flags and what was removed) and prints the table.
+poison flags, what was removed and the filter's seconds) and prints the table. With
+`--set use_cache=false` the seconds include embedding every passage afresh.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from faithrag.cli.common import parse_set_options
@@ -47,12 +50,15 @@ def run(name: str, retrieval: str, attack: str, k: int, part: str, config: Confi
     records = []
     for item in items:
         passages = retriever.retrieve(item.question, k)
+        started = time.perf_counter()
         result = flt.rerank(Question(item.question), passages, Trace())
+        seconds = time.perf_counter() - started
         removed = {r.passage.id for r in result.removed}
         records.append({"setting": name, "retrieval": retrieval, "attack": attack, "k": k,
                         "id": item.id,
                         "poison": [bool(p.meta.get("poisoned")) for p in passages],
-                        "removed": [p.id in removed for p in passages]})
+                        "removed": [p.id in removed for p in passages],
+                        "seconds": round(seconds, 5)})
     return records
 
 
@@ -61,7 +67,7 @@ def table(records: list[dict]) -> str:
     for r in records:
         groups.setdefault((r["setting"], r["retrieval"], r["attack"], r["k"]), []).append(r)
     lines = [("| setting | retrieval | attack | k | n | poison removed | items with a clean "
-              "passage removed |"), "|---|---|---|---:|---:|---|---|"]
+              "passage removed | ms per item |"), "|---|---|---|---:|---:|---|---|---:|"]
     for (name, retrieval, attack, k), rows in sorted(groups.items()):
         poison = [rm for r in rows for p, rm in zip(r["poison"], r["removed"]) if p]
         false = sum(any(rm and not p for p, rm in zip(r["poison"], r["removed"])) for r in rows)
@@ -69,7 +75,8 @@ def table(records: list[dict]) -> str:
                   f"[{_ci(sum(poison), len(poison))}]" if poison else "–")
         lines.append(f"| {name} | {retrieval} | {attack} | {k} | {len(rows)} | {caught} | "
                      f"{false}/{len(rows)} = {100 * false / len(rows):.1f} % "
-                     f"[{_ci(false, len(rows))}] |")
+                     f"[{_ci(false, len(rows))}] | "
+                     f"{1000 * sum(r['seconds'] for r in rows) / len(rows):.1f} |")
     return "\n".join(lines)
 
 

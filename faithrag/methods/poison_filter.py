@@ -6,8 +6,11 @@ injection are looked for (faithrag.methods.poison_signals):
 - a **crafted cluster**: several passages written alike for the question. Its members are
   removed, but only when some passage lies outside it: a retrieval whose passages all agree
   has nothing to compare them with and is left alone.
-- **altered copies**: passages that are one text with a stretch replaced. Nothing in the
-  passages says which copy is the original, so every passage of the copy group is removed.
+- **altered copies**: passages that are one text with a stretch replaced. A version whose
+  replaced words another passage of the retrieval (outside the copy group) also states is
+  backed: the versions that are not are removed. When no version is backed, nothing says which
+  copy is the original and every one is removed; when every version is backed (two real pages
+  of one template), all are kept and the conflict is reported (action "kept").
 Passages keep their incoming order; a removed passage's reason names the signal and the
 passages it shares it with. Each group removed is one `poisoning_suspected` conflict
 (action "removed"): for a cluster one side quoting its passages, for altered copies one side
@@ -39,7 +42,12 @@ import numpy as np
 from faithrag.llm.base import LLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.conflicts import excerpt, passages_side
-from faithrag.methods.poison_signals import CopySettings, altered_copies, crafted_clusters
+from faithrag.methods.poison_signals import (
+    CopySettings,
+    altered_copies,
+    crafted_clusters,
+    words,
+)
 from faithrag.registry import register
 from faithrag.types import Conflict, ConflictCheck, ConflictSide, Passage, Question, Step, Trace
 
@@ -90,15 +98,28 @@ class PoisonFilter:
                     KIND, self.name, [passages_side("", [passages[i] for i in members])],  # type: ignore[arg-type]
                     "removed", None, f"{len(members)} passages written alike for the question"))
             for group, edits in self._copy_groups(passages):
+                backed = self._corroborated(passages, group, edits)
                 ids = ", ".join(passages[i].id for i in group)
-                for i in group:
-                    removed.setdefault(i, f"altered copy: passages {ids} are one text with "
-                                          "a stretch replaced")
+                if len(backed) == len(group):
+                    action, dropped = "kept", []  # every version stands elsewhere too
+                elif backed:
+                    action, dropped = "removed", [i for i in group if i not in backed]
+                else:
+                    action, dropped = "removed", list(group)
+                for i in dropped:
+                    removed.setdefault(i, f"altered copy: passages {ids} are one text with a "
+                                          "stretch replaced" + (
+                                              "; another passage backs "
+                                              + ", ".join(passages[j].id for j in backed)
+                                              if backed else ""))
+                versions = {i: ", ".join(edits[i]) for i in group}
                 conflicts.append(Conflict(KIND, self.name, [  # type: ignore[arg-type]
-                    ConflictSide(edits.get(i, ""), excerpt(passages[i].text, edits.get(i, "")),
+                    ConflictSide(versions[i], excerpt(passages[i].text, versions[i]),
                                  [passages[i].id], passages[i].source) for i in group],
-                    "removed", None, "one text in several versions: "
-                    + "; ".join(f"{passages[i].id}: {edits[i]}" for i in group if edits.get(i))))
+                    action, None, "one text in several versions: "
+                    + "; ".join(f"{passages[i].id}: {versions[i]}" for i in group if versions[i])
+                    + (f"; backed by other passages: {', '.join(passages[j].id for j in backed)}"
+                       if backed else "; no other passage backs a version")))
             kept = [p for i, p in enumerate(passages) if i not in removed]
             step.conflicts.extend(conflicts)
             status = "conflict" if conflicts else ("no_conflict" if embedded else "could_not_tell")
@@ -130,8 +151,9 @@ class PoisonFilter:
                                 halo_similarity=self.halo_similarity,
                                 copies=self.copies or DEFAULT_COPIES), True
 
-    def _copy_groups(self, passages: Sequence[Passage]) -> list[tuple[list[int], dict[int, str]]]:
-        """Connected groups of altered copies, each with every member's replaced words."""
+    def _copy_groups(self, passages: Sequence[Passage]
+                     ) -> list[tuple[list[int], dict[int, list[str]]]]:
+        """Connected groups of altered copies, each with every member's replaced stretches."""
         if self.copies is None:
             return []
         pairs = altered_copies([p.text for p in passages], [p.title for p in passages],
@@ -146,13 +168,23 @@ class PoisonFilter:
         edits: dict[int, list[str]] = {}
         for pair in pairs:
             parent[root(pair.first)] = root(pair.second)
-            for mine, theirs, index in ((0, 1, pair.first), (1, 0, pair.second)):
-                edits.setdefault(index, []).extend(e[mine] for e in pair.edits)
+            for side, index in ((0, pair.first), (1, pair.second)):
+                edits.setdefault(index, []).extend(e[side] for e in pair.edits)
         groups: dict[int, list[int]] = {}
         for index in sorted(edits):
             groups.setdefault(root(index), []).append(index)
-        return [(members, {i: ", ".join(dict.fromkeys(edits[i])) for i in members})
+        return [(members, {i: list(dict.fromkeys(edits[i])) for i in members})
                 for members in groups.values()]
+
+    @staticmethod
+    def _corroborated(passages: Sequence[Passage], group: list[int],
+                      edits: dict[int, list[str]]) -> list[int]:
+        """The members of a copy group whose every replaced stretch some passage outside the
+        group also holds (whole words)."""
+        outside = [" " + " ".join(words(p.text)) + " "
+                   for j, p in enumerate(passages) if j not in group]
+        return [i for i in group if edits[i] and any(
+            all(f" {stretch} " in text for stretch in edits[i]) for text in outside)]
 
 
 @register("reranker", "poison_filter", section="poison_filter",

@@ -100,3 +100,27 @@ def test_built_from_the_registry_with_its_section_and_run_in_a_pipeline():
     assert [p.id for p in result.passages] == ["o"]
     assert [r.passage.id for r in result.removed] == ["r", "f"]
     assert [c.kind for c in result.conflicts] == ["poisoning_suspected"]
+
+
+REAL = Passage("r", "The bridge over the Wend at Aldermoor was opened in 1887 by the mayor.")
+FAKE = Passage("f", "The bridge over the Wend at Aldermoor was opened in 1921 by the mayor.")
+
+
+def test_a_version_another_passage_backs_is_kept_and_the_other_removed():
+    backing = Passage("b", "Aldermoor's records give 1887 for the opening.")
+    trace = Trace()
+    result = _filter().rerank(Question("When was the bridge opened?"), [FAKE, REAL, backing],
+                              trace)
+    assert [p.id for p in result.passages] == ["r", "b"]
+    assert [r.passage.id for r in result.removed] == ["f"]
+    assert "another passage backs r" in result.removed[0].reason
+    assert trace.conflicts[0].action == "removed" and "backed by other passages: r" in \
+        trace.conflicts[0].note
+
+
+def test_copies_whose_every_version_is_backed_are_kept_and_reported():
+    both = Passage("b", "Two bridges: one of 1887, one of 1921.")
+    trace = Trace()
+    result = _filter().rerank(Question("When was the bridge opened?"), [FAKE, REAL, both], trace)
+    assert result.removed == [] and len(result.passages) == 3
+    assert trace.conflicts[0].action == "kept"
