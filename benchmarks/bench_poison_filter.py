@@ -11,6 +11,14 @@ evaluation part (the first 100, the items `benchmarks/hostile.sh` answers).
       --out results/poison-filter
     python benchmarks/bench_poison_filter.py --part calibration --set poison_filter.min_cluster=2
 
+`--answers PLAIN FILTERED [PLAIN FILTERED ...]` instead compares `faithrag hostile run` directories
+pair by pair on the items both answered (plain RAG, then the same run with `--rerank
+poison_filter`): accuracy and attack success with Wilson intervals, discordant counts and
+McNemar's exact p, and the ratio of their summed seconds.
+
+    python benchmarks/bench_poison_filter.py --answers results/poison-filter/runs/X-vanilla \
+      results/poison-filter/runs/X-filter
+
 Writes `<out>/<part>.jsonl` (one record per item: setting, retrieval, attack, k, the passages'
 poison flags, what was removed and the filter's seconds) and prints the table. With
 `--set use_cache=false` the seconds include embedding every passage afresh.
@@ -28,7 +36,7 @@ from faithrag.config import Config
 from faithrag.eval.adaptive_poison import ATTACKS, adapt
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
-from faithrag.eval.stats import wilson_interval
+from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 from faithrag.llm.fake import FakeLLM
 from faithrag.registry import stage
 from faithrag.retrieval.retriever import InMemoryRetriever
@@ -80,6 +88,43 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def answers_table(dirs: list[str]) -> str:
+    """Plain RAG against the filter, pair by pair of run directories (module docstring)."""
+    lines = [("| setting | attack | k | n | accuracy % plain → filter (plain only / filter "
+              "only, p) | attack success % plain → filter (plain only / filter only, p) | "
+              "× time |"),
+             "|---|---|---:|---:|---|---|---:|"]
+    for plain_dir, filtered_dir in zip(dirs[::2], dirs[1::2]):
+        manifest = json.loads((Path(plain_dir) / "manifest.json").read_text())
+        plain, filtered = (_records(d) for d in (plain_dir, filtered_dir))
+        ids = [i for i in plain if i in filtered]
+        cells = []
+        for key in ("correct", "attack"):
+            a = [plain[i][key] for i in ids]
+            b = [filtered[i][key] for i in ids]
+            only_a = sum(x and not y for x, y in zip(a, b))
+            only_b = sum(y and not x for x, y in zip(a, b))
+            cells.append(f"{100 * sum(a) / len(ids):.0f} [{_ci(sum(a), len(ids))}] → "
+                         f"{100 * sum(b) / len(ids):.0f} [{_ci(sum(b), len(ids))}] "
+                         f"({only_a} / {only_b}, {mcnemar_exact_p(only_a, only_b):.2g})")
+        ratio = (sum(filtered[i]["seconds"] for i in ids)
+                 / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
+        sweep = manifest["sweep"]
+        lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | {sweep.get('attack') or '–'} | "
+                     f"{sweep['k']} | {len(ids)} | {cells[0]} | {cells[1]} | {ratio:.2f} |")
+    return "\n".join(lines)
+
+
+def _records(directory: str) -> dict[str, dict]:
+    out = {}
+    for line in (Path(directory) / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        out[record["id"]] = {"correct": bool(record.get("correct")),
+                             "attack": bool((record.get("metrics") or {}).get("attack_success")),
+                             "seconds": float(record.get("seconds") or 0.0)}
+    return out
+
+
 def _ci(hits: int, n: int) -> str:
     low, high = wilson_interval(hits, n)
     return f"{100 * low:.0f}, {100 * high:.0f}"
@@ -95,7 +140,14 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write <part>.jsonl here")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="SECTION.KEY=VALUE", help="a configuration value (repeatable)")
+    parser.add_argument("--answers", nargs="+", metavar="RUN",
+                        help="pairs of run directories, plain RAG then the filter: compare them")
     args = parser.parse_args()
+    if args.answers:
+        if len(args.answers) % 2:
+            parser.error("--answers takes pairs: PLAIN FILTERED [PLAIN FILTERED ...]")
+        print(answers_table(args.answers))
+        return
     config = Config.load(None, parse_set_options(args.overrides))
     records = []
     for name in args.settings:
