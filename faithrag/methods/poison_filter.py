@@ -12,9 +12,9 @@ injection are looked for (faithrag.methods.poison_signals):
   copy is the original and every one is removed; when every version is backed (two real pages
   of one template), all are kept and the conflict is reported (action "kept").
 Passages keep their incoming order; a removed passage's reason names the signal and the
-passages it shares it with. Each group removed is one `poisoning_suspected` conflict
-(action "removed"): for a cluster one side quoting its passages, for altered copies one side
-per variant whose answer is its replaced words. A retrieval of fewer than two passages is left
+passages it shares it with. Each group found is one `poisoning_suspected` conflict (action
+"removed", or "kept" when every version is backed): for a cluster one side quoting its
+passages, for altered copies one side per version whose answer is its replaced words. A retrieval of fewer than two passages is left
 alone. An embedder that fails is a warning and a `could_not_tell` check on the step; altered
 copies, which need no embedding, are still removed.
 
@@ -22,7 +22,7 @@ With a verifier (`verify = "antisyco"`) the filter runs first and the verifier c
 answer from what is left against the trusted knowledge base.
 
 Example:
-    >>> from faithrag.types import Passage, Question, Step, Trace
+    >>> from faithrag.types import Passage, Question, Trace
     >>> real = Passage("p1", "The house was built in 1912 for David and Mary Jones, who lived there.")
     >>> fake = Passage("p2", "The house was built in 1895 for David and Mary Jones, who lived there.")
     >>> other = Passage("p3", "Spanish Fork is a city in Utah County.")
