@@ -31,7 +31,14 @@ from dataclasses import dataclass
 
 from faithrag.config import Config
 from faithrag.errors import ConfigError, RuntimeUnavailableError
-from faithrag.llm.base import ChoiceRequest, ChoiceScores, Completion, GenerationRequest, Message
+from faithrag.llm.base import (
+    ChoiceRequest,
+    ChoiceScores,
+    Completion,
+    GenerationRequest,
+    Message,
+    cut_at_stop,
+)
 
 DEFAULT_CONTEXT_WINDOW = 4096  # tokens as the wrapper counts them, when the framework says none
 PIECES = re.compile(r" ?[^\W\d_]{1,6}| ?\d{1,3}| ?(?:[^\w\s]|_)|\s+(?!\S)|\s+")
@@ -107,10 +114,7 @@ class ChatModelLLM:
     def _complete(self, request: GenerationRequest) -> Completion:
         started = time.perf_counter()
         reply = self._chat(request.messages)
-        text = reply.text
-        for stop in request.stop:
-            if stop and stop in text:
-                text = text[:text.index(stop)]
+        text = cut_at_stop(reply.text, request.stop)
         pieces = PIECES.findall(text)
         finish = "stop"
         if len(pieces) > request.max_tokens:

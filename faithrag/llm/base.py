@@ -130,6 +130,14 @@ class GenerationRequest:
 CHARS_PER_TOKEN = 3
 
 
+def cut_at_stop(text: str, stops: Sequence[str]) -> str:
+    """`text` up to the first place any of `stops` occurs (empty stop strings ignored)."""
+    for stop in stops:
+        if stop and stop in text:
+            text = text[:text.index(stop)]
+    return text
+
+
 def decoding_cap(request: GenerationRequest, constrained: bool, room: int) -> int:
     """Tokens a backend decodes at most for `request`: its max_tokens; or, when the backend
     makes the reply follow the request's schema or grammar (`constrained`), up to

@@ -16,6 +16,7 @@ from faithrag.llm.base import (
     Completion,
     GenerationRequest,
     Message,
+    cut_at_stop,
 )
 from faithrag.llm.streaming import emit, listening
 
@@ -80,9 +81,7 @@ class FakeLLM:
         for request in requests:
             self.calls.append(request)
             text = self._respond(request)
-            for stop in request.stop:
-                if stop and stop in text:
-                    text = text[: text.index(stop)]
+            text = cut_at_stop(text, request.stop)
             ids = self.tokenize(text)
             finish = "stop"
             if len(ids) > request.max_tokens:

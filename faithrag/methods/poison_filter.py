@@ -45,6 +45,7 @@ from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.poison_signals import (
     CopySettings,
     altered_copies,
+    connected_groups,
     crafted_clusters,
     words,
 )
@@ -133,8 +134,8 @@ class PoisonFilter:
 
     def _clusters(self, question: Question, passages: Sequence[Passage],
                   step: Step) -> tuple[list[list[int]], bool]:
-        if self.embedder is None:
-            return [], True
+        if self.embedder is None or len(passages) <= self.min_cluster:
+            return [], True  # a cluster removed leaves a passage outside: none can be here
         try:
             vectors = np.asarray(self.embedder.embed([question.text] + [p.text for p in passages]),
                                  dtype=np.float32)
@@ -158,23 +159,13 @@ class PoisonFilter:
             return []
         pairs = altered_copies([p.text for p in passages], [p.title for p in passages],
                                self.copies)
-        parent = list(range(len(passages)))
-
-        def root(i: int) -> int:
-            while parent[i] != i:
-                i = parent[i]
-            return i
-
         edits: dict[int, list[str]] = {}
         for pair in pairs:
-            parent[root(pair.first)] = root(pair.second)
             for side, index in ((0, pair.first), (1, pair.second)):
                 edits.setdefault(index, []).extend(e[side] for e in pair.edits)
-        groups: dict[int, list[int]] = {}
-        for index in sorted(edits):
-            groups.setdefault(root(index), []).append(index)
+        groups = connected_groups(sorted(edits), [(p.first, p.second) for p in pairs])
         return [(members, {i: list(dict.fromkeys(edits[i])) for i in members})
-                for members in groups.values()]
+                for members in groups]
 
     @staticmethod
     def _corroborated(passages: Sequence[Passage], group: list[int],

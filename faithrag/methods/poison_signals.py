@@ -33,7 +33,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -114,6 +114,26 @@ def are_copies(first: str, second: str, settings: CopySettings = CopySettings())
     return _copy_edits(words(first), words(second), settings) is not None
 
 
+def connected_groups(nodes: Iterable[int], links: Iterable[tuple[int, int]]
+                     ) -> list[list[int]]:
+    """The connected components of `nodes` under `links`, each sorted, in order of their
+    smallest node."""
+    parent = {node: node for node in nodes}
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for a, b in links:
+        parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for node in sorted(parent):
+        groups.setdefault(root(node), []).append(node)
+    return list(groups.values())
+
+
 def crafted_clusters(question: np.ndarray, passages: np.ndarray, texts: Sequence[str], *,
                      similarity: float, query_similarity: float, min_size: int,
                      halo_similarity: float, copies: CopySettings = CopySettings()
@@ -125,22 +145,10 @@ def crafted_clusters(question: np.ndarray, passages: np.ndarray, texts: Sequence
         return []
     pairwise = passages @ passages.T
     to_question = passages @ question
-    parent = list(range(n))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in range(n):
-        for j in range(i + 1, n):
-            if pairwise[i, j] >= similarity and not are_copies(texts[i], texts[j], copies):
-                parent[root(i)] = root(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(root(i), []).append(i)
-    clusters = [members for members in groups.values() if len(members) >= min_size
+    links = [(i, j) for i in range(n) for j in range(i + 1, n)
+             if pairwise[i, j] >= similarity and not are_copies(texts[i], texts[j], copies)]
+    clusters = [members for members in connected_groups(range(n), links)
+                if len(members) >= min_size
                 and float(np.mean(to_question[members])) >= query_similarity]
     taken = {i for members in clusters for i in members}
     for members in clusters:

@@ -117,3 +117,10 @@ def test_a_name_or_object_where_a_loaded_model_is_expected_is_refused(value, mes
     assert hint in info.value.hint
     fake = FakeLLM()
     assert require_llm(fake) is fake
+
+
+def test_cut_at_stop_cuts_at_the_first_stop_string_and_ignores_empty_ones():
+    from faithrag.llm.base import cut_at_stop
+
+    assert cut_at_stop("Paris.\nQ: next\n\nA:", ["\n\n", "\nQ:", ""]) == "Paris."
+    assert cut_at_stop("Paris", []) == "Paris"

@@ -88,3 +88,9 @@ def test_copies_of_one_text_are_not_a_cluster_of_voices():
     passages = _unit([[1, 0.01, 0], [1, 0, 0.01], [1, 0.01, 0.01]])
     assert crafted_clusters(question, passages, [REAL, REAL, REAL], similarity=0.9,
                             query_similarity=0.5, min_size=3, halo_similarity=0.9) == []
+
+
+def test_connected_groups_are_sorted_components_in_order_of_their_smallest_node():
+    from faithrag.methods.poison_signals import connected_groups
+
+    assert connected_groups(range(6), [(4, 1), (0, 5), (5, 3)]) == [[0, 3, 5], [1, 4], [2]]
