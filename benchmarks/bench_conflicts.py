@@ -78,8 +78,9 @@ from pathlib import Path
 from typing import Any
 
 from faithrag import Pipeline
-from faithrag.answers import containment, normalize_answer, smart_em
+from faithrag.answers import containment, normalize_answer, same_answer, smart_em
 from faithrag.eval.datasets import QAItem, RankItem, load_dataset
+from faithrag.eval.distractors import DistractorPool
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
 from faithrag.eval.stats import paired_difference, wilson_interval
@@ -88,34 +89,42 @@ from faithrag.pipeline import Result, configure
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.types import CONFLICT_KINDS, Passage, Question
 
-COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "surface")
+COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "lookalike", "surface")
 # the flags each measurement summarises: name -> the kinds whose "conflict" raises it
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
-    "memory": {"context_vs_memory": ("context_vs_memory",)},
+    # the golden variant is clean evidence that agrees: every kind's false alarms count there
+    "memory": {"context_vs_memory": ("context_vs_memory",), "any check": tuple(CONFLICT_KINDS)},
     # RAMDocs items keep their several valid readings when the contrary passages are taken
     # out: "ambiguous" is right there, so the second row counts only a conflict of one subject
     "passages": {"passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous"),
                  "passage_vs_passage": ("passage_vs_passage",)},
-    "ambiguity": {"ambiguous": ("ambiguous",), "passage_vs_passage": ("passage_vs_passage",)},
+    "ambiguity": {"ambiguous": ("ambiguous",), "passage_vs_passage": ("passage_vs_passage",),
+                  "any check": tuple(CONFLICT_KINDS)},
     "poisoning": {"any check": tuple(CONFLICT_KINDS),
                   "any but low_relevance": tuple(k for k in CONFLICT_KINDS
                                                  if k != "low_relevance"),
                   # the numeric setting's poison disagrees with the clean passage it copies
                   "passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous")},
+    # negatives only: the item's own passages and lookalike distractors
+    "lookalike": {"passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous"),
+                  "any check": tuple(CONFLICT_KINDS)},
 }
 # the runs of `surface`; plain RAG is read from the surface run (see the module docstring)
 WAYS: dict[str, dict[str, str]] = {
-    "resolve": {"method": "vanilla", "rerank": "crossval"},
     "surface": {"method": "vanilla", "detect": "conflicts", "on_conflict": "surface"},
 }
-SURFACE_SHARES = ("plain", "resolve", "surface")  # the strict shares `surface` reports
+SURFACE_SHARES = ("plain", "surface")  # the strict shares `surface` reports
 DETECT = {"method": "vanilla", "detect": "conflicts"}
 
 
 # subsets summarised in rows of their own, besides all items: name -> whether a record is in it
 SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
     # the label assumes the model memorised the golden answer; these items show it did
-    "memory": {"closed-book answer = golden answer": lambda r: bool(r.get("recalls_golden"))},
+    "memory": {"closed-book answer = golden answer": lambda r: bool(r.get("recalls_golden")),
+               # the model cannot know: its closed-book answer is not the golden one
+               "closed-book answer ≠ golden answer": lambda r: not r.get("recalls_golden")},
+    # clean evidence that agrees: no misinformation document among the item's own
+    "ambiguity": {"no misinformation document": lambda r: r.get("misinfo") == 0},
     # PoisonedRAG questions whose clean evidence is in the corpus (the others' clean top-k is
     # unrelated text)
     "poisoning": {"clean evidence in corpus": lambda r: r.get("kb_source") == "context",
@@ -129,10 +138,12 @@ SUBSETS: dict[str, dict[str, Callable[[dict[str, Any]], bool]]] = {
 }
 ALL_SETS = "all sets"  # the data set of a measurement's row over every data set it ran on
 DEFAULT_DATASET = {"memory": "kre_musique", "passages": "kre_conflict_rank",
-                   "ambiguity": "ramdocs", "poisoning": "poisonedrag", "surface": "ramdocs"}
+                   "ambiguity": "ramdocs", "poisoning": "poisonedrag", "lookalike": "popqa",
+                   "surface": "ramdocs"}
 DATASETS = {"memory": ("kre_musique", "kre_squad"),
             "passages": ("kre_conflict_rank", "ramdocs_rank"),
-            "ambiguity": ("ramdocs",), "poisoning": SETTINGS, "surface": ("ramdocs",)}
+            "ambiguity": ("ramdocs",), "poisoning": SETTINGS,
+            "lookalike": ("popqa", "hotpotqa_distractor"), "surface": ("ramdocs",)}
 
 
 @dataclass
@@ -153,13 +164,15 @@ class Case:
 
 # ---------------------------------------------------------------- variants
 
-def memory_cases(dataset: str, limit: int, data_dir: str | None) -> list[Case]:
-    """Per KRE item with a golden context: its conflicting context (1) and golden context (0)."""
-    cases = []
-    for item in _qa_items(dataset, data_dir):
-        golden = item.meta.get("golden_context")
-        if not golden or not isinstance(item.context, str):
-            continue
+def memory_cases(dataset: str, limit: int, data_dir: str | None, offset: int = 0
+                 ) -> list[Case]:
+    """Per KRE item with a golden context, after the first `offset` such items: its conflicting
+    context (1) and golden context (0)."""
+    cases: list[Case] = []
+    usable = [item for item in _qa_items(dataset, data_dir)
+              if item.meta.get("golden_context") and isinstance(item.context, str)]
+    for item in usable[offset:]:
+        golden = item.meta["golden_context"]
         golds = [item.meta["golden_answer"]] if item.meta.get("golden_answer") else []
         cases.append(Case(dataset, item.id, "conflicting", item.question, item.passages(), 1,
                           golds))
@@ -197,10 +210,12 @@ def passage_window(item: RankItem, k: int) -> list[Passage] | None:
     return window
 
 
-def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> list[Case]:
+def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int, offset: int = 0
+                   ) -> list[Case]:
     """Per ranking item: the window with its contrary passages (1) and without them (0). The
     items are taken in turn from each source of the set, file order within a source
-    (kre_conflict_rank holds its MuSiQue items, then its SQuAD items)."""
+    (kre_conflict_rank holds its MuSiQue items, then its SQuAD items), after the first
+    `offset` pairs of that order."""
     by_source: dict[str, list[list[Case]]] = {}
     for item in load_dataset(dataset, data_dir).items:
         assert isinstance(item, RankItem)
@@ -213,22 +228,23 @@ def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int) -> li
             Case(dataset, item.id, "with_contrary", item.query, window, 1, extra=extra),
             Case(dataset, item.id, "without_contrary", item.query, clean, 0, extra=extra)])
     in_turn = itertools.chain.from_iterable(itertools.zip_longest(*by_source.values()))
-    pairs = [pair for pair in in_turn if pair is not None][:limit]
+    pairs = [pair for pair in in_turn if pair is not None][offset:offset + limit]
     return [case for pair in pairs for case in pair]
 
 
-def ambiguity_cases(limit: int, data_dir: str | None) -> list[Case]:
-    """RAMDocs items with several gold answers (1) and with one (0), the first `limit` of each
-    in file order, the two classes alternating (the set puts most items with several answers
-    first; alternating keeps a run stopped early balanced)."""
+def ambiguity_cases(limit: int, data_dir: str | None, offset: int = 0) -> list[Case]:
+    """RAMDocs items with several gold answers (1) and with one (0), `limit` of each in file
+    order after the first `offset` of each, the two classes alternating (the set puts most
+    items with several answers first; alternating keeps a run stopped early balanced)."""
     classes: dict[int, list[Case]] = {1: [], 0: []}
     for item in _qa_items("ramdocs", data_dir):
         label = int(len(item.answers) > 1)
-        if len(classes[label]) < limit:
-            classes[label].append(
-                Case("ramdocs", item.id, "several_answers" if label else "one_answer",
-                     item.question, item.passages(), label, golds=list(item.answers)))
-    pairs = itertools.zip_longest(classes[1], classes[0])
+        classes[label].append(
+            Case("ramdocs", item.id, "several_answers" if label else "one_answer",
+                 item.question, item.passages(), label, golds=list(item.answers),
+                 extra=document_labels(item)))
+    pairs = itertools.zip_longest(classes[1][offset:offset + limit],
+                                  classes[0][offset:offset + limit])
     return [case for pair in pairs for case in pair if case is not None]
 
 
@@ -251,6 +267,26 @@ def poisoning_cases(setting_name: str, limit: int, data_dir: str | None,
     return cases
 
 
+def lookalike_cases(dataset: str, limit: int, data_dir: str | None, distractors: int,
+                    offset: int = 0) -> list[Case]:
+    """Items of a QA set (after the first `offset`) with their own passages and `distractors`
+    lookalike passages of other items (faithrag.eval.distractors: the most similar by BM25
+    that do not hold the item's answer): no conflict (0)."""
+    data = load_dataset(dataset, data_dir)
+    pool = DistractorPool(data)
+    items = [i for i in data.items if isinstance(i, QAItem)][offset:offset + limit]
+    return [Case(dataset, item.id, f"distractors_{distractors}", item.question,
+                 item.passages() + pool.select(item, distractors), 0, list(item.answers))
+            for item in items]
+
+
+def document_labels(item: QAItem) -> dict[str, Any]:
+    """RAMDocs' label of each document (correct / misinfo / noise) by passage id, and the
+    number of misinformation documents."""
+    labels = {p.id: p.meta.get("doc_type") for p in item.passages()}
+    return {"doc_types": labels, "misinfo": sum(t == "misinfo" for t in labels.values())}
+
+
 def wrong_answers(item: QAItem) -> list[str]:
     """The misinfo documents' answers that are not also a gold answer, in document order."""
     golds = {normalize_answer(g) for g in item.answers}
@@ -259,11 +295,11 @@ def wrong_answers(item: QAItem) -> list[str]:
     return [a for a in dict.fromkeys(answers) if normalize_answer(a) not in golds]
 
 
-def surface_cases(limit: int, data_dir: str | None) -> list[Case]:
-    """The first `limit` RAMDocs items, each with all its documents."""
+def surface_cases(limit: int, data_dir: str | None, offset: int = 0) -> list[Case]:
+    """`limit` RAMDocs items after the first `offset`, each with all its documents."""
     return [Case("ramdocs", item.id, "own_documents", item.question, item.passages(), None,
-                 list(item.answers), wrong_answers(item))
-            for item in _qa_items("ramdocs", data_dir)[:limit]]
+                 list(item.answers), wrong_answers(item), document_labels(item))
+            for item in _qa_items("ramdocs", data_dir)[offset:offset + limit]]
 
 
 def _qa_items(dataset: str, data_dir: str | None) -> list[QAItem]:
@@ -272,17 +308,18 @@ def _qa_items(dataset: str, data_dir: str | None) -> list[QAItem]:
 
 
 def build_cases(command: str, dataset: str, limit: int, data_dir: str | None, k: int,
-                offset: int = 0
-                ) -> list[Case]:
+                offset: int = 0, distractors: int = 16) -> list[Case]:
     if command == "memory":
-        return memory_cases(dataset, limit, data_dir)
+        return memory_cases(dataset, limit, data_dir, offset)
     if command == "passages":
-        return passages_cases(dataset, limit, data_dir, k)
+        return passages_cases(dataset, limit, data_dir, k, offset)
     if command == "ambiguity":
-        return ambiguity_cases(limit, data_dir)
+        return ambiguity_cases(limit, data_dir, offset)
     if command == "poisoning":
         return poisoning_cases(dataset, limit, data_dir, offset)
-    return surface_cases(limit, data_dir)
+    if command == "lookalike":
+        return lookalike_cases(dataset, limit, data_dir, distractors, offset)
+    return surface_cases(limit, data_dir, offset)
 
 
 # ---------------------------------------------------------------- running
@@ -311,6 +348,9 @@ def record_of(command: str, case: Case, way: str | None, result: Result) -> dict
         "way": way, "label": case.label, "passages": [p.id for p in case.passages],
         "checks": {c.kind: c.status for c in result.conflict_checks},
         "conflicts": [c.kind for c in result.conflicts],
+        # who is on which side: [kind, [[answer, passage ids] per side]] per conflict
+        "sides": [[c.kind, [[s.answer, s.passages] for s in c.sides]]
+                  for c in result.conflicts],
         "answer": result.answer.text, "parse_status": result.answer.parse_status,
         "generate_seconds": step_seconds(result, "generate"),
         "detect_seconds": step_seconds(result, "detect"),
@@ -354,13 +394,13 @@ def ambiguity_from_surface(case: Case, surface: dict[str, Any]) -> dict[str, Any
     or None when that run read other passages."""
     if surface["passages"] != [p.id for p in case.passages]:
         return None
-    kept = ("passages", "checks", "conflicts", "parse_status", "generate_seconds",
+    kept = ("passages", "checks", "conflicts", "sides", "parse_status", "generate_seconds",
             "detect_seconds", "seconds", "generate_tokens", "detect_tokens", "llm_calls",
             "detector")
     return {"command": "ambiguity", "dataset": case.dataset, "item": case.item,
             "variant": case.variant, "way": None, "label": case.label,
             **{key: surface[key] for key in kept}, "answer": surface["plain_answer"],
-            "from_run": "surface"}
+            **case.extra, "from_run": "surface"}
 
 
 def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out: Path,
@@ -446,7 +486,7 @@ def detection_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (command, dataset), group in groups.items():
         subsets: dict[str, list[dict[str, Any]]] = {"all": group}
         for name, member in SUBSETS.get(command, {}).items():
-            items = {r["item"] for r in group if r["label"] == 1 and member(r)}
+            items = {r["item"] for r in group if member(r)}
             subset = [r for r in group if r["item"] in items]
             within_one_set = dataset == ALL_SETS and len({r["dataset"] for r in subset}) == 1
             if subset and len(subset) < len(group) and not within_one_set:
@@ -474,6 +514,7 @@ def confusion_row(command: str, dataset: str, subset: str, flag: str, kinds: tup
         "could_not_tell_negative": counts[0, "could_not_tell"],
         "no_check": counts[1, None] + counts[0, None],
         "precision": share(tp, tp + fp), "recall": share(tp, tp + fn),
+        "false_alarm": share(fp, fp + tn),
         **timing(records),
     }
 
@@ -499,9 +540,28 @@ def surface_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                               [ways["plain"][i] for i in items]) if items else None)
         timed = [r for r in records if r["command"] == "surface" and r["dataset"] == dataset
                  and r["way"] == "surface" and r["item"] in set(items)]
+        row["misinfo_own_side"] = misinformation_on_own_side(timed)
         row.update(timing(timed))
         rows.append(row)
     return rows
+
+
+def misinformation_on_own_side(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of the misinformation documents of `records`' items (RAMDocs' labels), the share that a
+    passage conflict put on a side holding no correct document."""
+    total = found = 0
+    for r in records:
+        types = r.get("doc_types") or {}
+        misinfo = {pid for pid, t in types.items() if t == "misinfo"}
+        total += len(misinfo)
+        own = set()
+        for kind, sides in r.get("sides", []):
+            if kind in ("passage_vs_passage", "ambiguous"):
+                for _, ids in sides:
+                    if ids and not any(types.get(pid) == "correct" for pid in ids):
+                        own |= misinfo & set(ids)
+        found += len(own)
+    return share(found, total)
 
 
 def _fmt(s: dict[str, Any] | None) -> str:
@@ -514,27 +574,92 @@ def render(detection: list[dict[str, Any]], surface: list[dict[str, Any]]) -> st
     lines = []
     if detection:
         lines += [("| measurement | data | items | flag | n pos / neg | precision [95 %] | "
-                  "recall [95 %] | could not tell pos / neg | detect / generate s per item |"),
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "recall [95 %] | false alarms [95 %] | could not tell pos / neg | "
+                  "detect / generate s per item |"),
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in detection:
             lines.append(
                 f"| {r['command']} | {r['dataset']} | {r['subset']} | {r['flag']} | "
                 f"{r['n_positive']} / "
                 f"{r['n_negative']} | {_fmt(r['precision'])} | {_fmt(r['recall'])} | "
+                f"{_fmt(r['false_alarm'])} | "
                 f"{r['could_not_tell_positive']} / {r['could_not_tell_negative']} | "
                 f"{r['detect_s_per_item']} / {r['generate_s_per_item']} "
                 f"(× {r['detect_over_generate']}) |")
     if surface:
-        lines += ["", ("| data | n | plain | resolve | surface | surface − plain [95 %] | "
-                  "McNemar p | detect / generate s per item |"), "|---|---|---|---|---|---|---|---|"]
+        lines += ["", ("| data | n | plain | surface | surface − plain [95 %] | McNemar p | "
+                  "misinformation documents on a side of their own | "
+                  "detect / generate s per item |"), "|---|---|---|---|---|---|---|---|"]
         for r in surface:
             d = r["surface_minus_plain"]
             diff = (f"{d['difference']:+.2f} [{d['difference_ci'][0]:+.2f}, "
                     f"{d['difference_ci'][1]:+.2f}]" if d else "—")
             lines.append(
-                f"| {r['dataset']} | {r['n']} | {_fmt(r['plain'])} | {_fmt(r['resolve'])} | "
+                f"| {r['dataset']} | {r['n']} | {_fmt(r['plain'])} | "
                 f"{_fmt(r['surface'])} | {diff} | {d['mcnemar_p'] if d else '—'} | "
+                f"{_fmt(r['misinfo_own_side'])} | "
                 f"{r['detect_s_per_item']} / {r['generate_s_per_item']} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- thresholds
+
+def memory_signal(record: dict[str, Any]) -> tuple[bool, float | None]:
+    """Whether the closed-book answer differs from the context's answer (the largest group),
+    and its confidence, from a record's detector outputs."""
+    outputs = record["detector"]["outputs"]
+    memory, groups = outputs["memory"], outputs["groups"]
+    if memory["status"] != "answer" or not groups:
+        return False, memory.get("confidence")
+    context = max(groups, key=lambda g: len(g[1]))[0]
+    return not same_answer(memory["answer"], context), memory.get("confidence")
+
+
+def passage_signal(record: dict[str, Any], question_subject: float) -> tuple[int, float | None]:
+    """The number of answer groups left on-subject at `question_subject` (the context's group,
+    the one not judged, always stays) and the recorded same-subject log-odds."""
+    outputs = record["detector"]["outputs"]
+    groups, judged = outputs["groups"], outputs.get("question_subject") or {}
+    left = sum(1 for _, ids in groups if ids[0] not in judged or judged[ids[0]] >= question_subject)
+    return left, (outputs.get("same_subject") or {}).get("log_odds")
+
+
+def threshold_table(records: list[dict[str, Any]]) -> str:
+    """The flags recomputed from the recorded signals at each candidate threshold (the
+    calibration split's records): memory_confidence on `memory` (positives: the conflicting
+    variant of items whose closed-book answer is the golden one; negatives: every golden
+    variant and the conflicting variant of the others); question_subject_threshold on the
+    passage flag (positives: `passages` and `ambiguity` positives; negatives: `lookalike`);
+    same_subject_threshold on `ambiguous` (`ambiguity`: several answers against one)."""
+    lines = ["| setting | value | positives flagged | negatives flagged |", "|---|---|---|---|"]
+
+    def row(name: str, value: float, pos: list[bool], neg: list[bool]) -> None:
+        lines.append(f"| {name} | {value} | {_fmt(share(sum(pos), len(pos)))} | "
+                     f"{_fmt(share(sum(neg), len(neg)))} |")
+
+    memory = [r for r in records if r["command"] == "memory"]
+    for t in (-2.0, -1.5, -1.0, -0.75, -0.5, -0.35, -0.25, -0.15, -0.1, -0.05):
+        pos, neg = [], []
+        for r in memory:
+            differs, confidence = memory_signal(r)
+            flagged = differs and confidence is not None and confidence >= t
+            (pos if r["label"] == 1 and r.get("recalls_golden") else neg).append(flagged)
+        row("memory_confidence", t, pos, neg)
+    positives = [r for r in records if r["command"] in ("passages", "ambiguity")
+                 and r["label"] == 1]
+    lookalike = [r for r in records if r["command"] == "lookalike"]
+    for t in (-99.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0):
+        row("question_subject_threshold", t,
+            [passage_signal(r, t)[0] >= 2 for r in positives],
+            [passage_signal(r, t)[0] >= 2 for r in lookalike])
+    ambiguity = [r for r in records if r["command"] == "ambiguity"]
+    for t in (-1.0, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
+        flags = []
+        for r in ambiguity:
+            left, odds = passage_signal(r, -1.0)
+            flags.append((r["label"], left >= 2 and odds is not None and odds < t))
+        row("same_subject_threshold", t, [f for label, f in flags if label == 1],
+            [f for label, f in flags if label == 0])
     return "\n".join(lines)
 
 
@@ -548,8 +673,10 @@ def summarize(out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=(*COMMANDS, "summary"),
-                        help="the measurement to run ('summary': summarise --out only)")
+    parser.add_argument("command", choices=(*COMMANDS, "summary", "thresholds"),
+                        help="the measurement to run ('summary': summarise --out only; "
+                             "'thresholds': the flags at candidate thresholds, from --out's "
+                             "records)")
     parser.add_argument("--dataset", default=None,
                         help="memory: kre_musique|kre_squad; passages: kre_conflict_rank|"
                              "ramdocs_rank; poisoning: a hostile setting "
@@ -559,11 +686,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--limit", type=int, default=100, help="items per class")
     parser.add_argument("--offset", type=int, default=0,
-                        help="poisoning: skip the setting's first M questions (to run it in "
-                             "lanes, each into its own --out)")
+                        help="skip the first M items (per class for ambiguity, pairs for "
+                             "passages): the calibration split is the first items, the "
+                             "evaluation split the ones after it")
+    parser.add_argument("--distractors", type=int, default=16,
+                        help="lookalike: distractor passages added to each item's own")
     parser.add_argument("-k", type=int, default=5, help="passages: the window of candidates")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "thresholds":
+        print(threshold_table(read_records(args.out / "records.jsonl")))
+        return
     if args.command != "summary":
         dataset = args.dataset or DEFAULT_DATASET[args.command]
         if dataset not in DATASETS[args.command]:
@@ -571,10 +704,10 @@ def main(argv: list[str] | None = None) -> None:
                          f"{', '.join(DATASETS[args.command])}")
         if args.limit < 1 or args.k < 1:
             parser.error("--limit and -k must be >= 1")
-        if args.offset and args.command != "poisoning":
-            parser.error("--offset is for poisoning")
+        if args.offset < 0 or args.distractors < 0:
+            parser.error("--offset and --distractors must be >= 0")
         cases = build_cases(args.command, dataset, args.limit, args.data_dir, args.k,
-                            args.offset)
+                            args.offset, args.distractors)
         settings = {"model": args.model, "llm__n_threads": args.threads, "use_cache": False}
         from faithrag.llm import load_llm
         llm = load_llm(configure(None, **settings).llm)

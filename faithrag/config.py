@@ -189,10 +189,16 @@ class PipelineConfig(_Strict):
 
 
 class ConflictsConfig(_Strict):
-    """The conflict detector (pipeline.detect = "conflicts"). When the passages give two or more
-    different answers, the first passage of each of the two largest answer groups is judged:
-    the same subject or not (log-odds of "Yes", averaged over both orders)."""
+    """The conflict detector (pipeline.detect = "conflicts"): when the model's closed-book answer
+    counts as knowledge, and, when the passages give two or more different answers, which
+    answers are off-subject and whether the rest speak of one subject (log-odds of "Yes")."""
 
+    memory_confidence: float = -0.5
+    """the closed-book answer's mean token log-probability from which the model is taken to
+    know it; below it the answer is a guess and no `context_vs_memory` conflict is reported"""
+    question_subject_threshold: float = -1.0
+    """below this log-odds that a passage speaks of what the question asks about, its answer is
+    off-subject (a lookalike) and set aside; lower it to set fewer aside"""
     same_subject_threshold: float = -0.5
     """below this log-odds of "same subject" the disagreement is reported as `ambiguous` (both
     answers may be right), otherwise as `passage_vs_passage`; lower it for fewer, surer

@@ -104,6 +104,7 @@ class ConflictCheck:
     kind: ConflictKind
     stage: str
     status: CheckStatus
+    note: str = ""  # what the check set aside, e.g. the passages it judged off-subject
 
 
 @dataclass

@@ -77,6 +77,19 @@ class TokenBias:
         return {int(i): float(v) for i, v in zip(self.ids, self.values)}
 
 
+def check_recurring_head(messages: Sequence[Message], cache_prefix: int,
+                         cache_prefix_text: str) -> None:
+    """ValueError unless `cache_prefix` counts leading messages of `messages` and
+    `cache_prefix_text` begins the message after them."""
+    if not 0 <= cache_prefix <= len(messages):
+        raise ValueError(f"cache_prefix must be between 0 and {len(messages)} "
+                         f"(the number of messages), got {cache_prefix}")
+    if cache_prefix_text and not (cache_prefix < len(messages)
+                                  and messages[cache_prefix].content.startswith(cache_prefix_text)):
+        raise ValueError("cache_prefix_text must begin the message after the cache_prefix "
+                         "leading messages")
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     messages: tuple[Message, ...]
@@ -113,14 +126,7 @@ class GenerationRequest:
     def __post_init__(self) -> None:
         if self.schema is not None and self.grammar is not None:
             raise ValueError("a request takes a schema or a grammar, not both")
-        if not 0 <= self.cache_prefix <= len(self.messages):
-            raise ValueError(f"cache_prefix must be between 0 and {len(self.messages)} "
-                             f"(the number of messages), got {self.cache_prefix}")
-        if self.cache_prefix_text and not (
-                self.cache_prefix < len(self.messages)
-                and self.messages[self.cache_prefix].content.startswith(self.cache_prefix_text)):
-            raise ValueError("cache_prefix_text must begin the message after the cache_prefix "
-                             "leading messages")
+        check_recurring_head(self.messages, self.cache_prefix, self.cache_prefix_text)
 
 
 # A structured reply's free text is bounded at this many characters per token of its request's
@@ -181,6 +187,14 @@ class ChoiceRequest:
     answer_prefix: str = ""
     bias: TokenBias | None = None
     purpose: str = ""
+    # the recurring prompt head, as on GenerationRequest: a request scored after a generation
+    # whose head was kept (`keep_prefix`) reads only what follows it
+    cache_prefix: int = 0
+    cache_prefix_text: str = ""
+    keep_prefix: bool = False
+
+    def __post_init__(self) -> None:
+        check_recurring_head(self.messages, self.cache_prefix, self.cache_prefix_text)
 
 
 @dataclass

@@ -308,7 +308,8 @@ class LlamaCppLLM:
             self._grammars.compile(gbnf)
         return gbnf
 
-    def _recurring_tokens(self, request: GenerationRequest, prompt: list[int]) -> int:
+    def _recurring_tokens(self, request: GenerationRequest | ChoiceRequest,
+                          prompt: list[int]) -> int:
         """How many leading tokens of `prompt` are the request's recurring messages and text (0
         when neither the prefix cache nor the request's `keep_prefix` asks for it, or nothing
         recurs); at least the last token stays outside."""
@@ -511,6 +512,9 @@ class LlamaCppLLM:
         dense = [DenseBias(b, self._n_vocab) for b in biases]
 
         logprobs: list[list[float]] = [[] for _ in biases]
+        recurring = self._recurring_tokens(request, base[:shared])
+        if recurring > common_prefix(self._cached, base[:shared]):
+            self._load_prefix(base[:recurring])  # a head kept by an earlier generation
         self._prefill_last_alone(base[:shared])
         first_row = self._last_logits().copy()
         for full, own in zip(fulls, owns):

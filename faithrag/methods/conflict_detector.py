@@ -5,25 +5,33 @@ draft). Out: the conflicts found, each with action "reported", and a `ConflictCh
 kind looked at; both are recorded on one trace step (`detect/conflicts`), which is how they
 reach `Result.conflicts` and `Result.conflict_checks`. The answer is never changed.
 
-Model calls, all greedy, each answer bounded by `answer_tokens`, passages cut to
-`passage_tokens`:
-1. Memory, one request: the question alone (no passages), "Answer with a short phrase only, no
-   explanation." (multiple choice: "Answer with the text of exactly one option, nothing
-   else.") — the model's closed-book answer.
-2. Reading, one request per passage, in the same `generate()` call as the memory request (a
-   batching backend runs them together): the question and that passage alone, with crossval's
-   side-answer instruction, 'What answer to the question does this passage give? Reply in one
-   line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED" if the passage does not give
-   one.' (multiple choice: "<the text of one option>").
-3. Same subject, only when the passages give two or more different answers: the first passage
-   of each of the two largest answer groups, judged by crossval's same-subject question ("A
-   name in a question can refer to several different people, works, places or events. Do
-   passages A and B speak about the same one? Answer Yes or No.") as choice scores — no
-   generation — in both orders; the averaged log-odds of "Yes" below `same_subject_threshold`
-   (config `conflicts.same_subject_threshold`; its default is crossval's, chosen on
-   ramdocs_rank pairs) means different subjects.
-So a question costs one `generate()` call with k + 1 requests, plus two scoring calls when the
-passages disagree.
+Every prompt that shows the passages begins as the plain answer prompt does (its system message,
+then `plain_answer.passages_head`: all passages, then the question) and marks that head as a kept
+prefix, so after the plain answer a backend that keeps prefixes (llama.cpp) reads the evidence
+once; each request then adds only a short instruction. Model calls, all greedy, answers bounded
+by `answer_tokens`:
+1. Memory, in the same `generate()` call as the readings: the question alone (no passages),
+   "Answer with a short phrase only, no explanation." (multiple choice: "Answer with the text of
+   exactly one option, nothing else."), with token log-probs. Its confidence is the mean token
+   log-probability of the reply; below `memory_confidence` the model does not know (it guesses)
+   and its answer is set against nothing.
+2. Reading, one request per passage that does not hold the draft answer (a passage that holds
+   it, `holds_draft`, gives the draft's answer and is not read), on the shared head: the passage's number and its first
+   words (so the model finds it among the others), then 'What answer to the question does
+   passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED"
+   if passage N does not give one.' (multiple choice: "<the text of one option>").
+3. On the subject, only when the passages give two or more different answers, as Yes/No choice
+   scores on the shared head (no generation):
+   - question vs passage: for the first passage of every answer group but the context's, does
+     it speak of what the question asks about (its name and any year, place or other detail
+     the question gives)? Log-odds of "Yes" below `question_subject_threshold`: the group is
+     off-subject (a lookalike: another year, another entity with a similar name); its passages
+     are set aside, named in the `low_relevance` check's note, and never become a side;
+   - passage vs passage: of the two largest groups left, do their first passages speak of the
+     same subject? The log-odds of "Yes", averaged over both orders, below
+     `same_subject_threshold` means different subjects that share the question's name.
+So a question costs one `generate()` call with at most k + 1 short requests, plus one scoring
+call when the passages disagree.
 
 Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
 markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
@@ -31,31 +39,34 @@ underscores) or another way of saying the text does not give the answer ("not me
 "unknown", "I don't know") is no answer. A reply that is empty, has no letter or digit, or was
 cut at its token budget is unreadable. For multiple choice the answer must name exactly one
 option (`match_choice`), else it is unreadable. A free-form reading must come from its passage
-(`grounded`: at least half of its words occur there, or it is a yes/no answer); otherwise it is
-the model's memory and counts as no answer (status "ungrounded").
+(`grounded`: at least half of its words occur there, or it is a yes/no answer); otherwise it was
+read from another passage or from memory and counts as no answer (status "ungrounded").
 Two answers are the same when faithrag.answers.compare_answers says they agree (multiple
-choice: the same option): "1887" and "May 1887" are one answer, "8,849 m" and "5,200 m" two. Passages are grouped by their answer, in passage order; the context's answer is
-the largest group's (on a tie, the group the draft agrees with, else the earliest).
+choice: the same option): "1887" and "May 1887" are one answer, "8,849 m" and "5,200 m" two.
+Passages are grouped by their answer, in passage order; the context's answer is the largest
+group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
 an unreadable reply never counts as "no_conflict", and each is warned about on the step):
-- `passage_vs_passage` / `ambiguous`: two or more answer groups, reported as `ambiguous` when
-  the two largest are judged to speak of different subjects, else `passage_vs_passage`; the
-  other kind's check is "no_conflict". One side per group: its answer, a quote of each of its
-  passages (`faithrag.methods.conflicts.excerpt`: the sentence holding the answer, else the
-  passage's start, bounded), their ids and sources. Confidence: the share of answering
-  passages outside the largest group (a lone dissenter among five is 0.2; an even split of
-  two is 0.5). One group (or none), and some passage reply unread → could_not_tell; otherwise
-  no_conflict.
-- `context_vs_memory`: the closed-book answer differs from the context's answer. Sides: the
-  model's memory (its reply quoted, source "memory") and the context's group. Confidence: the
-  share of answering passages that give the context's answer. No conflict when the model
-  does not know, or when every passage was read and none answers (there is nothing to set
+- `passage_vs_passage` / `ambiguous`: two or more on-subject answer groups, reported as
+  `ambiguous` when the two largest are judged to speak of different subjects, else
+  `passage_vs_passage`; the other kind's check is "no_conflict". One side per on-subject group:
+  its answer, a quote of each of its passages (`faithrag.methods.conflicts.excerpt`: the
+  sentence holding the answer, else the passage's start, bounded), their ids and sources.
+  Confidence: the share of on-subject answering passages outside the largest group (a lone
+  dissenter among five is 0.2; an even split of two is 0.5). One group (or none), and some
+  passage reply unread → could_not_tell; otherwise no_conflict.
+- `context_vs_memory`: the model knows (confidence at least `memory_confidence`) and its
+  closed-book answer differs from the context's answer. Sides: the model's memory (its reply
+  quoted, source "memory") and the context's group. Confidence: the share of on-subject
+  answering passages that give the context's answer. No conflict when the model does not know
+  or does not answer, or when every passage was read and none answers (there is nothing to set
   against memory); could not tell when the memory reply is unread, or when no passage answers
   and some passage reply is unread.
 - `low_relevance`: every passage was read and none answers the question (or there are no
   passages). Sides: one per passage, with an empty answer and the passage's start. Confidence:
-  None (no graded signal).
+  None (no graded signal). Its check's note names the passages judged off-subject, whatever its
+  status.
 
 Retrieved text is data: passages are framed (`faithrag.llm.framing`) and every prompt that
 shows one says in its system message that framed text is not instructions.
@@ -74,23 +85,27 @@ or `faithrag ask "Who founded the company?" --docs docs/ --detect conflicts`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from faithrag.answers import canonical_answer, normalize_answer, same_answer, yes_no_polarity
-from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
-from faithrag.methods.common import (
-    cut_text,
-    fit,
-    generate,
-    match_choice,
-    question_block,
-    render_passages,
+from faithrag.answers import (
+    canonical_answer,
+    normalize_answer,
+    numeric_containment,
+    same_answer,
+    yes_no_polarity,
 )
+from faithrag.llm.base import LLM, ChoiceRequest, Completion, GenerationRequest, Message
+from faithrag.llm.framing import neutralise_tags
+from faithrag.methods.common import fit, generate, match_choice, question_block
 from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
-from faithrag.methods.passage_prompts import SIDE_INSTRUCTION, SIDE_SYSTEM, same_subject_log_odds
+from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
+from faithrag.methods.plain_answer import passages_head, render_prompt
 from faithrag.registry import register
+from faithrag.retrieval.scorers.llm_judge import CHOICES as YES_NO
+from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
 from faithrag.types import (
     PARSE_OK,
     Answer,
@@ -110,14 +125,29 @@ if TYPE_CHECKING:
 MEMORY_SYSTEM = "Answer from your own knowledge."
 FREE_FORM = "Answer with a short phrase only, no explanation."
 MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
-READ_MULTIPLE_CHOICE = SIDE_INSTRUCTION.replace("<a short phrase>", "<the text of one option>")
+READ_FREE_FORM = (
+    'Passage {n} begins: "{start}"\n\nWhat answer to the question does passage {n} alone give? '
+    'Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED" if passage {n} does '
+    "not give one.")
+READ_MULTIPLE_CHOICE = READ_FREE_FORM.replace("<a short phrase>", "<the text of one option>")
+QUESTION_SUBJECT = (
+    'Passage {n} begins: "{start}" and answers "{answer}".\n\nPassages retrieved for a question '
+    "may speak of a similar but different person, work, place, event or year. Does passage {n} "
+    "speak of what the question asks about (its name and every year, place or other detail the "
+    "question gives)? Answer Yes or No.")
+PAIR_SUBJECT = (
+    'Passage {a} begins: "{start_a}"\nPassage {b} begins: "{start_b}"\n\nA name in a question '
+    "can refer to several different people, works, places or events. Do passages {a} and {b} "
+    "speak about the same one? Answer Yes or No.")
 ANSWER_STOP = ("\n",)  # an answer is one line
-PASSAGE_TOKENS = 300
+START_WORDS = 12  # of a passage, quoted so the model finds it among the others
+INSTRUCTION_TOKENS = 160  # room after the shared head for the longest instruction
 
 ANSWERED = "answer"
 NO_ANSWER = "no_answer"
 UNGROUNDED = "ungrounded"  # an answer that its passage does not hold: the model's memory
 UNREADABLE = "unreadable"
+HOLDS_DRAFT = "(holds the draft answer: not read)"  # the raw reply recorded for such a passage
 
 _NOT_IN_PASSAGE = re.compile(r"not[\s_-]*in[\s_-]*(?:the[\s_-]*|this[\s_-]*)?passage",
                              re.IGNORECASE)
@@ -155,6 +185,16 @@ def read_short_answer(raw: str, cut: bool = False,
         index = match_choice(reference.text, choices)
         return Reading(UNREADABLE) if index is None else Reading(ANSWERED, choices[index])
     return Reading(ANSWERED, reference.text)
+
+
+def holds_draft(draft: Answer) -> Callable[[Passage], bool]:
+    """Whether a passage holds the draft answer (faithrag.answers.numeric_containment): such a
+    passage gives the draft's answer and is not read again. Nothing holds an empty or
+    unparsed draft."""
+    text = draft.text.strip()
+    if not text or draft.parse_status != PARSE_OK:
+        return lambda passage: False
+    return lambda passage: numeric_containment(passage.text, [text])
 
 
 def grounded(answer: str, text: str) -> bool:
@@ -217,14 +257,15 @@ class ConflictDetector:
 
     name = "conflicts"
 
-    def __init__(self, llm: LLM, answer_tokens: int = 48, passage_tokens: int = PASSAGE_TOKENS,
-                 same_subject_threshold: float = -0.5):
-        if answer_tokens < 1 or passage_tokens < 1:
-            raise ValueError("answer_tokens and passage_tokens must be >= 1")
+    def __init__(self, llm: LLM, answer_tokens: int = 48, same_subject_threshold: float = -0.5,
+                 question_subject_threshold: float = -1.0, memory_confidence: float = -0.5):
+        if answer_tokens < 1:
+            raise ValueError("answer_tokens must be >= 1")
         self.llm = llm
         self.answer_tokens = answer_tokens
-        self.passage_tokens = passage_tokens
         self.same_subject_threshold = same_subject_threshold
+        self.question_subject_threshold = question_subject_threshold
+        self.memory_confidence = memory_confidence
 
     # ------------------------------------------------------------------ requests
     def _memory_request(self, question: Question) -> GenerationRequest:
@@ -232,25 +273,7 @@ class ConflictDetector:
         messages = (Message("system", MEMORY_SYSTEM),
                     Message("user", f"{question_block(question)}\n\n{instruction}"))
         return GenerationRequest(messages, max_tokens=self.answer_tokens, stop=ANSWER_STOP,
-                                 purpose="memory_answer")
-
-    def _read_request(self, question: Question, passage: Passage, step: Step
-                      ) -> GenerationRequest:
-        instruction = READ_MULTIPLE_CHOICE if question.choices else SIDE_INSTRUCTION
-
-        def render(texts: list[str]) -> tuple[Message, ...]:
-            user = (f"{question_block(question)}\n\n"
-                    f"Passage:\n{render_passages(texts, [passage.title], [passage.id])}\n\n"
-                    f"{instruction}")
-            return (Message("system", SIDE_SYSTEM), Message("user", user))
-
-        shown = Passage(passage.id, cut_text(self.llm, passage.text, self.passage_tokens),
-                        passage.title, passage.source)
-        fitted = fit(self.llm, render, [shown], self.answer_tokens, step)
-        # the system message and the question recur in every reading: a backend may keep them
-        return GenerationRequest(fitted.messages, max_tokens=self.answer_tokens,
-                                 stop=ANSWER_STOP, purpose="passage_answer", cache_prefix=1,
-                                 cache_prefix_text=f"{question_block(question)}\n\nPassage:\n")
+                                 logprobs=True, purpose="memory_answer")
 
     # ------------------------------------------------------------------ stage
     def detect(self, question: Question, passages: list[Passage], answer: Answer,
@@ -259,32 +282,47 @@ class ConflictDetector:
         `detect/conflicts` step; return the conflicts found (action "reported")."""
         with trace.step("detect", self.name, question=question.text,
                         passages=[p.id for p in passages], draft=answer.text) as step:
-            requests = [self._memory_request(question)]
-            requests += [self._read_request(question, p, step) for p in passages]
+            evidence = SharedEvidence.fitted(self.llm, question, passages,
+                                             self.answer_tokens + INSTRUCTION_TOKENS, step)
+            read = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
+            draft = holds_draft(answer)
+            to_read = [n for n, p in enumerate(passages, 1) if not draft(p)]
+            requests = [self._memory_request(question)] + [
+                evidence.generation(read.format(n=n, start=evidence.start(n)),
+                                    self.answer_tokens, "passage_answer") for n in to_read]
             completions = generate(self.llm, requests, step)
             memory = self._read(completions[0], question, step, "memory answer")
-            readings = [(p, self._read(c, question, step, f"answer from passage {p.id}"))
-                        for p, c in zip(passages, completions[1:])]
-            if not question.choices:  # a reading the passage does not hold is memory
+            confidence = completions[0].mean_logprob
+            replies = {passages[n - 1].id: c for n, c in zip(to_read, completions[1:])}
+            readings = [(p, self._read(replies[p.id], question, step, f"answer from passage "
+                                       f"{p.id}") if p.id in replies
+                         else Reading(ANSWERED, answer.text.strip())) for p in passages]
+            if not question.choices:  # a reading its passage does not hold is not its answer
                 readings = [(p, Reading(UNGROUNDED, r.text) if r.status == ANSWERED
                              and not grounded(r.text, p.text) else r) for p, r in readings]
             groups = group_answers(readings, question)
             unread = [p.id for p, r in readings if r.status == UNREADABLE]
             step.outputs = {
                 "memory": {"status": memory.status, "answer": memory.text,
-                           "raw": completions[0].text},
-                "passages": {p.id: {"status": r.status, "answer": r.text, "raw": c.text.strip()}
-                             for (p, r), c in zip(readings, completions[1:])},
+                           "raw": completions[0].text,
+                           "confidence": None if confidence is None else round(confidence, 4)},
+                "passages": {p.id: {"status": r.status, "answer": r.text,
+                                    "raw": replies[p.id].text.strip() if p.id in replies
+                                    else HOLDS_DRAFT} for p, r in readings},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
-            self._passage_conflicts(question, groups, len(unread) > 0, step)
-            self._memory_conflict(question, memory, completions[0].text, groups, answer,
-                                  len(unread) > 0, step)
-            self._low_relevance(passages, readings, groups, len(unread) > 0, step)
+            context = context_group(groups, answer, question)
+            on_subject = self._on_subject(question, evidence, groups, context, step)
+            off_subject = [p.id for g in groups if g not in on_subject for p in g.passages]
+            self._passage_conflicts(question, evidence, on_subject, len(unread) > 0, step)
+            self._memory_conflict(question, memory, confidence, completions[0].text, context,
+                                  on_subject, len(unread) > 0, step)
+            self._low_relevance(passages, groups, off_subject, len(unread) > 0, step)
             found = [c.kind for c in step.conflicts]
             step.decision = (f"reported {', '.join(found)}" if found else
                              "no conflict found") + (f"; {len(unread)} passage replies unread"
-                                                     if unread else "")
+                                                     if unread else "") + (
+                f"; set aside off-subject {', '.join(off_subject)}" if off_subject else "")
             return list(step.conflicts)
 
     def _read(self, completion: Completion, question: Question, step: Step, what: str
@@ -295,19 +333,41 @@ class ConflictDetector:
             step.warnings.append(f"unreadable {what}: counted; its checks could not tell")
         return reading
 
-    def _check(self, step: Step, kind: str, status: str) -> None:
-        step.checks.append(ConflictCheck(kind, self.name, status))  # type: ignore[arg-type]
+    def _check(self, step: Step, kind: str, status: str, note: str = "") -> None:
+        step.checks.append(ConflictCheck(kind, self.name, status, note))  # type: ignore[arg-type]
 
-    def _passage_conflicts(self, question: Question, groups: list[AnswerGroup],
-                           some_unread: bool, step: Step) -> None:
+    def _on_subject(self, question: Question, evidence: SharedEvidence,
+                    groups: list[AnswerGroup], context: AnswerGroup | None, step: Step
+                    ) -> list[AnswerGroup]:
+        """The groups that speak of what the question asks about: the context's, and each other
+        group whose first passage is judged so (question vs passage, see the module
+        docstring)."""
+        judged = [g for g in groups if g is not context]
+        if context is None or not judged:
+            return groups
+        requests = [evidence.yes_no(QUESTION_SUBJECT.format(
+            n=evidence.number(g.passages[0]), start=evidence.start(evidence.number(g.passages[0])),
+            answer=g.answer), "question_subject") for g in judged]
+        odds = yes_log_odds_many(self.llm, requests, step)
+        step.outputs["question_subject"] = {g.passages[0].id: round(o, 3)
+                                            for g, o in zip(judged, odds)}
+        off = {id(g) for g, o in zip(judged, odds) if o < self.question_subject_threshold}
+        return [g for g in groups if id(g) not in off]
+
+    def _passage_conflicts(self, question: Question, evidence: SharedEvidence,
+                           groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
         if len(groups) < 2:
             status = "could_not_tell" if some_unread else "no_conflict"
             self._check(step, "passage_vs_passage", status)
             self._check(step, "ambiguous", status)
             return
         first, second = sorted(groups, key=lambda g: -len(g.passages))[:2]
-        odds = same_subject_log_odds(self.llm, question, first.passages[0],
-                                     second.passages[0], self.passage_tokens, step)
+        a, b = evidence.number(first.passages[0]), evidence.number(second.passages[0])
+        requests = [evidence.yes_no(PAIR_SUBJECT.format(
+            a=x, b=y, start_a=evidence.start(x), start_b=evidence.start(y)), "same_subject")
+            for x, y in ((a, b), (b, a))]
+        pair = yes_log_odds_many(self.llm, requests, step)
+        odds = sum(pair) / len(pair)
         step.outputs["same_subject"] = {"pair": [first.passages[0].id, second.passages[0].id],
                                         "log_odds": round(odds, 3)}
         answering = sum(len(g.passages) for g in groups)
@@ -325,16 +385,16 @@ class ConflictDetector:
         self._check(step, kind, "conflict")
         self._check(step, other, "no_conflict")
 
-    def _memory_conflict(self, question: Question, memory: Reading, memory_raw: str,
-                         groups: list[AnswerGroup], draft: Answer, some_unread: bool,
-                         step: Step) -> None:
+    def _memory_conflict(self, question: Question, memory: Reading, confidence: float | None,
+                         memory_raw: str, context: AnswerGroup | None,
+                         groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
         kind = "context_vs_memory"
-        context = context_group(groups, draft, question)
         if memory.status == UNREADABLE or (context is None and some_unread):
             self._check(step, kind, "could_not_tell")
             return
-        if memory.status == NO_ANSWER or context is None or _same(memory.text, context.answer,
-                                                                  question):
+        knows = confidence is not None and confidence >= self.memory_confidence
+        if (memory.status == NO_ANSWER or not knows or context is None
+                or _same(memory.text, context.answer, question)):
             self._check(step, kind, "no_conflict")
             return
         answering = sum(len(g.passages) for g in groups)
@@ -342,22 +402,61 @@ class ConflictDetector:
         step.conflicts.append(Conflict(
             kind, self.name, [memory_side, context.side()], "reported",
             len(context.passages) / answering,
-            "the model's closed-book answer differs from the passages' answer"))
+            "the model's closed-book answer, given with confidence, differs from the passages'"))
         self._check(step, kind, "conflict")
 
-    def _low_relevance(self, passages: list[Passage], readings: list[tuple[Passage, Reading]],
-                       groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
+    def _low_relevance(self, passages: list[Passage], groups: list[AnswerGroup],
+                       off_subject: list[str], some_unread: bool, step: Step) -> None:
         kind = "low_relevance"
+        note = (f"off-subject (set aside): {', '.join(off_subject)}" if off_subject else "")
         if groups:
-            self._check(step, kind, "no_conflict")
+            self._check(step, kind, "no_conflict", note)
         elif some_unread:
             self._check(step, kind, "could_not_tell")
         else:
             sides = [ConflictSide("", excerpt(p.text), [p.id], p.source) for p in passages]
-            note = ("no passage answers the question" if passages else
-                    "there were no passages")
-            step.conflicts.append(Conflict(kind, self.name, sides, "reported", None, note))
+            reason = ("no passage answers the question" if passages else
+                      "there were no passages")
+            step.conflicts.append(Conflict(kind, self.name, sides, "reported", None, reason))
             self._check(step, kind, "conflict")
+
+
+@dataclass
+class SharedEvidence:
+    """The plain answer prompt's head (system message, passages, question) as the generator
+    rendered it, and requests that add one instruction to it, marked as its kept prefix."""
+
+    head: str
+    passages: list[Passage]
+    shown: list[str]  # each passage's text as the head holds it
+
+    @classmethod
+    def fitted(cls, llm: LLM, question: Question, passages: list[Passage], reserve: int,
+               step: Step) -> SharedEvidence:
+        titles = [p.title for p in passages]
+        shown = fit(llm, render_prompt(question, titles), passages, reserve, step).evidence
+        return cls(passages_head(question, shown, titles), passages, shown)
+
+    def number(self, passage: Passage) -> int:
+        return self.passages.index(passage) + 1
+
+    def start(self, number: int) -> str:
+        """The first words of passage `number` (1-based) as shown."""
+        words = self.shown[number - 1].split()
+        start = " ".join(words[:START_WORDS]) + (" …" if len(words) > START_WORDS else "")
+        return neutralise_tags(start)  # quoted outside its frame, so it cannot open or close one
+
+    def _messages(self, instruction: str) -> tuple[Message, ...]:
+        return (Message("system", ANSWER_SYSTEM), Message("user", self.head + instruction))
+
+    def generation(self, instruction: str, max_tokens: int, purpose: str) -> GenerationRequest:
+        return GenerationRequest(self._messages(instruction), max_tokens=max_tokens,
+                                 stop=ANSWER_STOP, purpose=purpose, cache_prefix=1,
+                                 cache_prefix_text=self.head, keep_prefix=True)
+
+    def yes_no(self, instruction: str, purpose: str) -> ChoiceRequest:
+        return ChoiceRequest(self._messages(instruction), YES_NO, purpose=purpose,
+                             cache_prefix=1, cache_prefix_text=self.head, keep_prefix=True)
 
 
 @register("detector", "conflicts",
@@ -367,5 +466,8 @@ class ConflictDetector:
                       "low-relevance conflicts; changes nothing")
 def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | None
                             ) -> ConflictDetector:
+    settings = config.conflicts
     return ConflictDetector(llm, answer_tokens=config.generation.answer_tokens,
-                            same_subject_threshold=config.conflicts.same_subject_threshold)
+                            same_subject_threshold=settings.same_subject_threshold,
+                            question_subject_threshold=settings.question_subject_threshold,
+                            memory_confidence=settings.memory_confidence)

@@ -80,16 +80,18 @@ def test_score_choices_many_uses_the_backends_own_call():
     assert len(score_choices_many(llm, requests)) == 2 and llm.many == requests
 
 
-def test_a_recurring_prefix_must_lead_the_request():
+@pytest.mark.parametrize("build", [
+    GenerationRequest, lambda messages, **kw: ChoiceRequest(messages, ("Yes", "No"), **kw)])
+def test_a_recurring_prefix_must_lead_the_request(build):
     messages = (Message("system", "Be brief."), Message("user", "Passages: ... Task: rank."))
-    GenerationRequest(messages, cache_prefix=1, cache_prefix_text="Passages: ...")
-    GenerationRequest(messages, cache_prefix=2)
+    build(messages, cache_prefix=1, cache_prefix_text="Passages: ...")
+    build(messages, cache_prefix=2)
     with pytest.raises(ValueError, match="between 0 and 2"):
-        GenerationRequest(messages, cache_prefix=3)
+        build(messages, cache_prefix=3)
     with pytest.raises(ValueError, match="must begin the message"):
-        GenerationRequest(messages, cache_prefix=1, cache_prefix_text="Task: rank.")
+        build(messages, cache_prefix=1, cache_prefix_text="Task: rank.")
     with pytest.raises(ValueError, match="must begin the message"):
-        GenerationRequest(messages, cache_prefix=2, cache_prefix_text="Passages")
+        build(messages, cache_prefix=2, cache_prefix_text="Passages")
 
 
 def test_a_constrained_structured_reply_may_run_to_three_tokens_per_budget_token_within_the_room():

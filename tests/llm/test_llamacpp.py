@@ -487,6 +487,29 @@ def test_a_request_can_keep_its_prefix_without_the_prefix_cache(llm, tiny_gguf, 
     llm._snapshots.clear()
 
 
+@pytest.mark.model
+def test_choices_scored_after_a_kept_head_read_only_what_follows_it(llm, tiny_gguf,
+                                                                    monkeypatch):
+    """A choice request marking the head a generation kept restores it instead of reading the
+    passage again, and scores as a fresh model scores the same request."""
+    where = replace(passage_request("Where is it?"), keep_prefix=True)
+    base = passage_request("Was it completed in 1889? Answer Yes or No.")
+    question = ChoiceRequest(base.messages, ("Yes", "No"), cache_prefix=1,
+                             cache_prefix_text=base.cache_prefix_text, keep_prefix=True)
+    llm.generate([where])
+    counts = count_evaluated(llm, monkeypatch)
+    warm = llm.score_choices(question)
+    assert sum(counts) < llm.count_chat_tokens(question.messages) // 2  # the head was restored
+    fresh = LlamaCppLLM(str(tiny_gguf), n_ctx=1024, n_threads=1)
+    try:
+        fresh.generate([where])
+        cold = fresh.score_choices(question)
+    finally:
+        fresh.close()
+    assert warm.logprobs == cold.logprobs
+    llm._snapshots.clear()
+
+
 # ------------------------------------------------------------------------- prompt-lookup drafts
 
 PASSAGE = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres "

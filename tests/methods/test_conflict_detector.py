@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -9,8 +10,10 @@ from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.llm.base import ChoiceRequest
 from faithrag.llm.fake import FakeLLM
+from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.conflict_detector import (
     ANSWERED,
+    HOLDS_DRAFT,
     NO_ANSWER,
     UNGROUNDED,
     UNREADABLE,
@@ -18,6 +21,8 @@ from faithrag.methods.conflict_detector import (
     grounded,
     read_short_answer,
 )
+from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
+from faithrag.methods.plain_answer import passages_head
 from faithrag.methods.vanilla import VanillaRAG
 from faithrag.pipeline import Pipeline
 from faithrag.types import Answer, Passage, Question, Trace
@@ -33,19 +38,38 @@ PASSAGES = [
 
 
 class Scripted(FakeLLM):
-    """Replies by request purpose; a passage reading by the passage id in the prompt. The
-    same-subject question scores "Yes" at log-odds `same`."""
+    """Replies by request purpose; a passage reading by the passage whose start its
+    instruction quotes (`passages`: those it may read). The closed-book answer's tokens have
+    log-prob `memory_logprob`; "Yes" scores log-odds `on_subject` on the question-vs-passage
+    judgement and `same` on the passage-vs-passage one."""
 
-    def __init__(self, memory="Mutemath", readings=None, same=2.0):
+    def __init__(self, memory="Mutemath", readings=None, same=2.0, on_subject=2.0,
+                 memory_logprob=-0.1):
         readings = readings or {}
+        self.passages = list(PASSAGES)
+        self.memory_logprob = memory_logprob
 
         def respond(request):
             if request.purpose == "memory_answer":
                 return memory
-            user = request.messages[-1].content
-            return next((reply for pid, reply in readings.items() if f'id="{pid}"' in user),
-                        "ANSWER: NOT STATED")
-        super().__init__(respond, choice_prior=lambda choice: same if choice == "Yes" else 0.0)
+            if request.purpose == "answer":
+                return "Mutemath"
+            instruction = request.messages[-1].content.rsplit("</passage>", 1)[1]
+            read = next(p for p in self.passages
+                        if f'begins: "{neutralise_tags(p.text)[:20]}' in instruction)
+            return readings.get(read.id, "ANSWER: NOT STATED")
+        super().__init__(respond)
+        self.odds = {"question_subject": on_subject, "same_subject": same}
+
+    def generate(self, requests):
+        completions = super().generate(requests)
+        return [replace(c, token_logprobs=[self.memory_logprob] * len(c.token_logprobs))
+                if r.purpose == "memory_answer" else c for r, c in zip(requests, completions)]
+
+    def score_choices(self, request):
+        scores = super().score_choices(request)
+        assert request.choices == ("Yes", "No")
+        return replace(scores, logprobs=[self.odds[request.purpose], 0.0])
 
     @property
     def scored(self):
@@ -54,6 +78,7 @@ class Scripted(FakeLLM):
 
 def detect(llm, passages=PASSAGES, question=QUESTION, draft="Mutemath", **kwargs):
     trace = Trace()
+    llm.passages = list(passages)
     conflicts = ConflictDetector(llm, **kwargs).detect(question, list(passages), Answer(draft),
                                                        trace)
     (step,) = trace.steps
@@ -66,32 +91,47 @@ def statuses(step):
 
 def test_agreeing_passages_and_memory_report_no_conflict_in_one_call():
     llm = Scripted(readings={"p1": "Mutemath", "p3": "Answer: mutemath."})
-    conflicts, step = detect(llm)
+    conflicts, step = detect(llm, draft="")
     assert conflicts == []
     assert statuses(step) == {"passage_vs_passage": "no_conflict", "ambiguous": "no_conflict",
                               "context_vs_memory": "no_conflict", "low_relevance": "no_conflict"}
     assert len(llm.generate_calls) == 1  # memory and the readings batched
-    assert llm.scored == []  # one answer: no same-subject question
+    assert llm.scored == []  # one answer: no subject question
     assert [r.purpose for r in llm.generate_calls[0]] == ["memory_answer"] + ["passage_answer"] * 3
     assert len(step.llm_calls) == 4
     assert step.stage == "detect" and step.name == "conflicts"
 
 
-def test_memory_request_holds_no_passage_and_readings_hold_one_each():
-    llm = Scripted(readings={"p1": "Mutemath"})
-    detect(llm)
+def test_a_passage_that_holds_the_draft_answer_is_not_read_again():
+    llm = Scripted(readings={"p2": "The Beatles"})
+    _, step = detect(llm, draft="Mutemath")
+    _, *readings = llm.generate_calls[0]
+    assert len(readings) == 1 and "does passage 2 alone" in readings[0].messages[-1].content
+    assert step.outputs["groups"] == [["Mutemath", ["p1", "p3"]], ["The Beatles", ["p2"]]]
+    assert step.outputs["passages"]["p1"]["raw"].startswith("(holds the draft answer")
+
+
+def test_readings_share_the_plain_answer_prompts_head_and_memory_sees_no_passage():
+    llm = Scripted()
+    detect(llm, draft="")
     memory, *readings = llm.generate_calls[0]
-    assert "<passage" not in memory.messages[-1].content
-    for request, passage in zip(readings, PASSAGES):
+    assert "<passage" not in memory.messages[-1].content and memory.logprobs
+    head = passages_head(QUESTION, [p.text for p in PASSAGES], [p.title for p in PASSAGES])
+    for number, (request, passage) in enumerate(zip(readings, PASSAGES), 1):
+        assert request.messages[0].content == ANSWER_SYSTEM
         user = request.messages[-1].content
-        assert user.count("<passage") == 1 and passage.text in user
+        assert user.startswith(head) and request.cache_prefix_text == head
+        assert request.cache_prefix == 1 and request.keep_prefix
+        instruction = user[len(head):]
+        assert f"passage {number} alone" in instruction
+        assert f'Passage {number} begins: "{" ".join(passage.text.split()[:5])}' in instruction
         assert request.temperature == 0.0 and request.max_tokens == 48
 
 
 def test_disagreeing_passages_on_the_same_subject_are_passage_vs_passage():
     llm = Scripted(readings={"p1": "ANSWER: Mutemath", "p2": "ANSWER: The Beatles",
                              "p3": "Mutemath"}, same=2.0)
-    conflicts, step = detect(llm)
+    conflicts, step = detect(llm, draft="")
     (conflict,) = conflicts
     assert conflict.kind == "passage_vs_passage" and conflict.action == "reported"
     assert [(s.answer, s.passages, s.source) for s in conflict.sides] == [
@@ -104,20 +144,45 @@ def test_disagreeing_passages_on_the_same_subject_are_passage_vs_passage():
     assert conflict.confidence == pytest.approx(1 / 3)
     assert statuses(step)["passage_vs_passage"] == "conflict"
     assert statuses(step)["ambiguous"] == "no_conflict"
-    # the same subject is scored, not generated: the largest group's first passage against
+    # the subject is scored, not generated, on the shared head: whether the other group's
+    # passage speaks of what the question asks, then the largest group's first passage against
     # the other's, in both orders
     assert len(llm.generate_calls) == 1
-    assert [c.purpose for c in llm.scored] == ["same_subject"] * 2
-    first, second = (c.messages[-1].content for c in llm.scored)
-    assert first.index("Mutemath.") < first.index("The Beatles")
-    assert second.index("The Beatles") < second.index("Mutemath.")
+    assert [c.purpose for c in llm.scored] == ["question_subject"] + ["same_subject"] * 2
+    assert all(c.keep_prefix and c.messages[-1].content.startswith(c.cache_prefix_text)
+               for c in llm.scored)
+    assert 'Passage 2 begins: "Armistice is an album' in llm.scored[0].messages[-1].content
+    first, second = (c.messages[-1].content.rsplit("</passage>", 1)[1] for c in llm.scored[1:])
+    assert first.index("Passage 1 begins") < first.index("Passage 2 begins")
+    assert second.index("Passage 2 begins") < second.index("Passage 1 begins")
+    assert step.outputs["question_subject"] == {"p2": 2.0}
     assert step.outputs["same_subject"] == {"pair": ["p1", "p2"], "log_odds": 2.0}
-    assert len(step.llm_calls) == 6
+    assert len(step.llm_calls) == 7
+
+
+def test_an_off_subject_answer_is_set_aside_named_and_never_surfaced():
+    llm = Scripted(readings={"p2": "The Beatles"}, on_subject=-1.5)
+    conflicts, step = detect(llm)
+    assert conflicts == []
+    assert statuses(step)["passage_vs_passage"] == "no_conflict"
+    (low,) = [c for c in step.checks if c.kind == "low_relevance"]
+    assert (low.status, low.note) == ("no_conflict", "off-subject (set aside): p2")
+    assert "set aside off-subject p2" in step.decision
+    assert [c.purpose for c in llm.scored] == ["question_subject"]  # no pair left to judge
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="Mutemath")), detector=ConflictDetector(llm),
+                        on_conflict="surface")
+    assert pipeline.run(QUESTION, PASSAGES).answer.text == "Mutemath"
+
+
+def test_the_question_subject_threshold_decides_what_is_off_subject():
+    llm = Scripted(readings={"p2": "The Beatles"}, on_subject=-1.5)
+    assert [c.kind for c in detect(llm, question_subject_threshold=-2.0)[0]] == [
+        "passage_vs_passage"]
 
 
 @pytest.mark.parametrize("same, kind", [(-0.4, "passage_vs_passage"), (-0.6, "ambiguous")])
 def test_different_subjects_are_ambiguous(same, kind):
-    llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles"}, same=same)
+    llm = Scripted(readings={"p2": "The Beatles"}, same=same)
     conflicts, step = detect(llm)
     assert [c.kind for c in conflicts] == [kind]
     other = {"ambiguous": "passage_vs_passage", "passage_vs_passage": "ambiguous"}[kind]
@@ -160,9 +225,18 @@ def test_a_model_that_does_not_know_has_no_conflict_with_the_context():
     assert statuses(step)["context_vs_memory"] == "no_conflict"
 
 
+@pytest.mark.parametrize("logprob, threshold, reported", [
+    (-0.1, -0.5, True), (-0.6, -0.5, False), (-0.6, -0.7, True)])
+def test_a_closed_book_guess_is_not_memory(logprob, threshold, reported):
+    llm = Scripted(memory="The Beatles", memory_logprob=logprob)
+    conflicts, step = detect(llm, memory_confidence=threshold)
+    assert ("context_vs_memory" in [c.kind for c in conflicts]) is reported
+    assert step.outputs["memory"]["confidence"] == logprob
+
+
 def test_no_passage_answering_is_low_relevance():
     llm = Scripted(memory="The Beatles")
-    conflicts, step = detect(llm)
+    conflicts, step = detect(llm, draft="Queen")
     (conflict,) = conflicts
     assert conflict.kind == "low_relevance"
     assert [s.passages for s in conflict.sides] == [["p1"], ["p2"], ["p3"]]
@@ -179,7 +253,7 @@ def test_no_passages_at_all_is_low_relevance_with_no_sides():
 @pytest.mark.parametrize("reply", ["", "   ", "...", "**", "Mutemath " * 40])
 def test_unreadable_readings_could_not_tell_never_no_conflict(reply):
     llm = Scripted(memory=reply, readings={"p1": reply, "p2": reply, "p3": reply})
-    conflicts, step = detect(llm, answer_tokens=16)
+    conflicts, step = detect(llm, answer_tokens=16, draft="")
     assert conflicts == []
     assert set(statuses(step).values()) == {"could_not_tell"}
     assert sum("unreadable" in w for w in step.warnings) == 4
@@ -231,12 +305,16 @@ def test_the_answer_is_left_alone_in_a_pipeline_and_detection_runs_last():
     assert data["conflicts"][0]["sides"][1]["passages"] == ["p2"]
 
 
-def test_the_same_subject_threshold_is_configured():
+def test_the_thresholds_are_configured():
     llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles"}, same=-0.4)
     assert [c.kind for c in detect(llm, same_subject_threshold=-0.3)[0]] == ["ambiguous"]
     pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
-                                    backend="fake", conflicts__same_subject_threshold=-0.3)
-    assert pipeline.detector.same_subject_threshold == -0.3
+                                    backend="fake", conflicts__same_subject_threshold=-0.3,
+                                    conflicts__question_subject_threshold=-2.5,
+                                    conflicts__memory_confidence=-0.2)
+    detector = pipeline.detector
+    assert (detector.same_subject_threshold, detector.question_subject_threshold,
+            detector.memory_confidence) == (-0.3, -2.5, -0.2)
     assert "ambiguous" in [c.kind for c in pipeline.run(QUESTION).conflicts]
 
 
@@ -263,12 +341,10 @@ def ask(tmp_path, monkeypatch):
     def read(request):
         if request.purpose == "memory_answer":
             return "Mutemath"
-        if request.purpose == "same_subject":
-            return "SAME"
         if request.purpose == "answer":
             return "Mutemath"
-        user = request.messages[-1].content
-        return "The Beatles" if "Beatles" in user else "Mutemath"
+        instruction = request.messages[-1].content.rsplit("</passage>", 1)[1]
+        return "The Beatles" if "Beatles" in instruction else "Mutemath"
 
     monkeypatch.setattr("faithrag.llm.load_llm", lambda config: FakeLLM(read))
     return lambda *flags: main(["ask", QUESTION.text, "--docs", str(docs),
@@ -369,7 +445,11 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
     finally:
         llm.close()
     step = result.trace.steps[-1]
-    assert step.stage == "detect" and len(step.llm_calls) in (4, 6)  # + 2 same-subject scores
+    assert step.stage == "detect"
+    purposes = [c.purpose for c in step.llm_calls]
+    read = [pid for pid, r in step.outputs["passages"].items() if r["raw"] != HOLDS_DRAFT]
+    assert purposes[:1 + len(read)] == ["memory_answer"] + ["passage_answer"] * len(read)
+    assert set(purposes[1 + len(read):]) <= {"question_subject", "same_subject"}
     assert sorted(c.kind for c in result.conflict_checks) == [
         "ambiguous", "context_vs_memory", "low_relevance", "passage_vs_passage"]
     assert all(c.status in ("conflict", "no_conflict", "could_not_tell")
