@@ -63,8 +63,8 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   or does not answer, or when every passage was read and none answers (there is nothing to set
   against memory); could not tell when the memory reply is unread, or when no passage answers
   and some passage reply is unread.
-- `low_relevance`: every passage was read and none answers the question (or there are no
-  passages). Sides: one per passage, with an empty answer and the passage's start. Confidence:
+- `low_relevance`: every passage was read, none answers the question and the free-form draft
+  comes from none of them (`grounded`), or there are no passages. Sides: one per passage, with an empty answer and the passage's start. Confidence:
   None (no graded signal). Its check's note names the passages judged off-subject, whatever its
   status.
 
@@ -91,8 +91,8 @@ from typing import TYPE_CHECKING
 
 from faithrag.answers import (
     canonical_answer,
+    containment,
     normalize_answer,
-    numeric_containment,
     same_answer,
     yes_no_polarity,
 )
@@ -188,13 +188,23 @@ def read_short_answer(raw: str, cut: bool = False,
 
 
 def holds_draft(draft: Answer) -> Callable[[Passage], bool]:
-    """Whether a passage holds the draft answer (faithrag.answers.numeric_containment): such a
-    passage gives the draft's answer and is not read again. Nothing holds an empty or
-    unparsed draft."""
+    """Whether a passage holds the draft answer word for word (faithrag.answers.containment:
+    SQuAD-normalised whole tokens; a value merely inside a range the passage gives is not
+    held): such a passage gives the draft's answer and is not read again. Nothing holds an
+    empty or unparsed draft."""
     text = draft.text.strip()
     if not text or draft.parse_status != PARSE_OK:
         return lambda passage: False
-    return lambda passage: numeric_containment(passage.text, [text])
+    return lambda passage: containment(passage.text, [text])
+
+
+def holds_answer(draft: Answer, question: Question) -> Callable[[Passage], bool]:
+    """Whether the free-form draft comes from a passage (`grounded` in it): then the
+    passages answer the question, whatever their readings said."""
+    text = draft.text.strip()
+    if question.choices or not text or draft.parse_status != PARSE_OK:
+        return lambda passage: False
+    return lambda passage: grounded(text, passage.text)
 
 
 def grounded(answer: str, text: str) -> bool:
@@ -298,8 +308,9 @@ class ConflictDetector:
                                        f"{p.id}") if p.id in replies
                          else Reading(ANSWERED, answer.text.strip())) for p in passages]
             if not question.choices:  # a reading its passage does not hold is not its answer
-                readings = [(p, Reading(UNGROUNDED, r.text) if r.status == ANSWERED
-                             and not grounded(r.text, p.text) else r) for p, r in readings]
+                readings = [(p, Reading(UNGROUNDED, r.text) if p.id in replies
+                             and r.status == ANSWERED and not grounded(r.text, p.text) else r)
+                            for p, r in readings]
             groups = group_answers(readings, question)
             unread = [p.id for p, r in readings if r.status == UNREADABLE]
             step.outputs = {
@@ -317,7 +328,8 @@ class ConflictDetector:
             self._passage_conflicts(question, evidence, on_subject, len(unread) > 0, step)
             self._memory_conflict(question, memory, confidence, completions[0].text, context,
                                   on_subject, len(unread) > 0, step)
-            self._low_relevance(passages, groups, off_subject, len(unread) > 0, step)
+            self._low_relevance(passages, groups, off_subject, len(unread) > 0,
+                                holds_answer(answer, question), step)
             found = [c.kind for c in step.conflicts]
             step.decision = (f"reported {', '.join(found)}" if found else
                              "no conflict found") + (f"; {len(unread)} passage replies unread"
@@ -406,10 +418,11 @@ class ConflictDetector:
         self._check(step, kind, "conflict")
 
     def _low_relevance(self, passages: list[Passage], groups: list[AnswerGroup],
-                       off_subject: list[str], some_unread: bool, step: Step) -> None:
+                       off_subject: list[str], some_unread: bool,
+                       draft_from: Callable[[Passage], bool], step: Step) -> None:
         kind = "low_relevance"
         note = (f"off-subject (set aside): {', '.join(off_subject)}" if off_subject else "")
-        if groups:
+        if groups or any(draft_from(p) for p in passages):
             self._check(step, kind, "no_conflict", note)
         elif some_unread:
             self._check(step, kind, "could_not_tell")

@@ -245,6 +245,20 @@ def test_no_passage_answering_is_low_relevance():
     assert statuses(step)["passage_vs_passage"] == "no_conflict"
 
 
+def test_no_reading_but_a_draft_taken_from_a_passage_is_not_low_relevance():
+    _, step = detect(Scripted(), draft="the second studio album")
+    assert statuses(step)["low_relevance"] == "no_conflict"
+
+
+def test_a_draft_inside_a_range_a_passage_gives_is_read_not_held():
+    held = Passage("n1", "The second empire was founded in 1,871.", "", "web")
+    ranged = Passage("n2", "Bismarck (1862-90) was its chancellor.", "", "web")
+    _, step = detect(Scripted(), passages=[held, ranged], draft="1871")
+    assert step.outputs["passages"]["n1"] == {"status": ANSWERED, "answer": "1871",
+                                              "raw": HOLDS_DRAFT}
+    assert step.outputs["passages"]["n2"]["status"] == NO_ANSWER
+
+
 def test_no_passages_at_all_is_low_relevance_with_no_sides():
     conflicts, _ = detect(Scripted(), passages=[])
     assert [(c.kind, c.sides) for c in conflicts] == [("low_relevance", [])]
