@@ -233,18 +233,19 @@ def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int, offse
 
 
 def ambiguity_cases(limit: int, data_dir: str | None, offset: int = 0) -> list[Case]:
-    """RAMDocs items with several gold answers (1) and with one (0), `limit` of each in file
-    order after the first `offset` of each, the two classes alternating (the set puts most
-    items with several answers first; alternating keeps a run stopped early balanced)."""
+    """RAMDocs items with several gold answers (1) and with one (0), the first `limit` of each
+    in file order from item `offset` on (the `surface` measurement's offset, so that both
+    read the same items), the two classes alternating (the set puts most items with several
+    answers first; alternating keeps a run stopped early balanced)."""
     classes: dict[int, list[Case]] = {1: [], 0: []}
-    for item in _qa_items("ramdocs", data_dir):
+    for item in _qa_items("ramdocs", data_dir)[offset:]:
         label = int(len(item.answers) > 1)
-        classes[label].append(
-            Case("ramdocs", item.id, "several_answers" if label else "one_answer",
-                 item.question, item.passages(), label, golds=list(item.answers),
-                 extra=document_labels(item)))
-    pairs = itertools.zip_longest(classes[1][offset:offset + limit],
-                                  classes[0][offset:offset + limit])
+        if len(classes[label]) < limit:
+            classes[label].append(
+                Case("ramdocs", item.id, "several_answers" if label else "one_answer",
+                     item.question, item.passages(), label, golds=list(item.answers),
+                     extra=document_labels(item)))
+    pairs = itertools.zip_longest(classes[1], classes[0])
     return [case for pair in pairs for case in pair if case is not None]
 
 
@@ -686,9 +687,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--limit", type=int, default=100, help="items per class")
     parser.add_argument("--offset", type=int, default=0,
-                        help="skip the first M items (per class for ambiguity, pairs for "
-                             "passages): the calibration split is the first items, the "
-                             "evaluation split the ones after it")
+                        help="skip the first M items (pairs for passages): the calibration "
+                             "split is the first items, the evaluation split the ones after it")
     parser.add_argument("--distractors", type=int, default=16,
                         help="lookalike: distractor passages added to each item's own")
     parser.add_argument("-k", type=int, default=5, help="passages: the window of candidates")

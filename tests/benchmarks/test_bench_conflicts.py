@@ -36,6 +36,28 @@ def ramdocs(i: int, golds: list[str], misinfo: list[str]) -> dict:
             "answer": golds[0], "answers": golds}
 
 
+def on_subject_but_different(score_choices):
+    """Yes to "does the passage speak of what the question asks", No to "the same subject"."""
+    def score(request):
+        scores = score_choices(request)
+        yes = 3.0 if request.purpose == "question_subject" else -3.0
+        return type(scores)(scores.choices, [yes, 0.0], scores.token_counts,
+                            scores.prompt_tokens, scores.seconds)
+    return score
+
+
+def reads_passage(rules: dict[str, str], default: str = "NOT_IN_PASSAGE"):
+    """A FakeLLM responder for the detector's readings, which show every passage: the reply of
+    the first rule whose pattern is in the instruction after the passages (it quotes the
+    passage read); the plain answer and memory get `default` unless a rule matches their whole
+    prompt."""
+    def respond(request):
+        user = request.messages[-1].content
+        tail = user.rsplit("</passage>", 1)[-1] if request.purpose == "passage_answer" else user
+        return next((reply for pattern, reply in rules.items() if pattern in tail), default)
+    return respond
+
+
 # ---------------------------------------------------------------- variants
 
 def test_memory_pairs_conflicting_and_golden_context_and_skips_items_without_golden(
@@ -138,9 +160,34 @@ def test_poisoning_puts_the_poison_on_top_only_in_the_hostile_variant(tmp_path, 
     assert [c.item for c in lane] == [cases[2].item] * 2  # the second question, both variants
 
 
-def test_offset_is_refused_outside_poisoning(tmp_path):
+def test_an_offset_leaves_the_calibration_items_out_of_every_measurement(tmp_path,
+                                                                        write_data_dir):
+    root = write_data_dir(tmp_path / "kre", "kre_musique", [kre(i) for i in range(3)])
+    assert [c.item for c in bench.memory_cases("kre_musique", 5, str(root), offset=2)] == [
+        "kre_musique::q2"] * 2
+    items = [ramdocs(i, ["A", "B"] if i % 2 else ["C"], []) for i in range(6)]
+    root = write_data_dir(tmp_path / "ramdocs", "ramdocs", items)
+    assert [c.item for c in bench.surface_cases(2, str(root), offset=3)] == [
+        "ramdocs::3", "ramdocs::4"]
+    # ambiguity counts its offset in file positions, as surface does, so both read one range
+    assert [(c.item, c.label) for c in bench.ambiguity_cases(5, str(root), offset=3)] == [
+        ("ramdocs::3", 1), ("ramdocs::4", 0), ("ramdocs::5", 1)]
     with pytest.raises(SystemExit):
-        bench.main(["memory", "--offset", "3", "--out", str(tmp_path)])
+        bench.main(["memory", "--offset", "-1", "--out", str(tmp_path)])
+
+
+def test_lookalike_adds_distractors_that_hold_no_gold_answer(tmp_path, write_data_dir):
+    def popqa(i, name):
+        return {"id": f"popqa::{i}", "question": f"What is {name}'s occupation?",
+                "context": [{"title": name, "text": f"{name} is a painter from Lyon."}],
+                "answer": "painter" if i == 0 else "singer"}
+    root = write_data_dir(tmp_path, "popqa", [popqa(0, "Ann Roe"), popqa(1, "Ann Rowe"),
+                                              popqa(2, "Bob Stone")])
+    [case] = bench.lookalike_cases("popqa", 1, str(root), distractors=1, offset=1)
+    assert (case.item, case.label, case.variant) == ("popqa::1", 0, "distractors_1")
+    own, added = case.passages
+    assert "Ann Rowe" in own.text and added.meta.get("injected")
+    assert "painter" in added.text  # a lookalike: not the item's answer ("singer")
 
 
 # ---------------------------------------------------------------- scoring and summaries
@@ -179,7 +226,9 @@ def test_detection_summary_counts_precision_recall_and_keeps_could_not_tell_apar
                + [detection_record(i, 0, "conflict") for i in range(2)]
                + [detection_record(i, 0, "no_conflict") for i in range(2, 9)]
                + [detection_record(9, 0, "could_not_tell")])
-    [row] = bench.detection_rows(records)
+    memory, any_check = bench.detection_rows(records)
+    assert (memory["flag"], any_check["flag"]) == ("context_vs_memory", "any check")
+    row = memory
     assert (row["n_positive"], row["n_negative"]) == (10, 10)
     assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (6, 2, 2, 7)
     assert (row["could_not_tell_positive"], row["could_not_tell_negative"]) == (2, 1)
@@ -188,6 +237,7 @@ def test_detection_summary_counts_precision_recall_and_keeps_could_not_tell_apar
     low, high = row["recall"]["ci"]
     assert 0.35 < low < 0.75 < high < 1.0
     assert row["detect_over_generate"] == 1.5
+    assert row["false_alarm"]["value"] == round(2 / 9, 4)
     assert "0.75 [" in bench.render([row], [])
 
 
@@ -195,13 +245,14 @@ def test_a_measurement_on_several_sets_gets_a_row_over_all_of_them():
     musique = [detection_record(0, 1, "conflict"), detection_record(0, 0, "no_conflict")]
     squad = [dict(r, dataset="kre_squad") for r in (
         detection_record(0, 1, "no_conflict"), detection_record(0, 0, "conflict"))]
-    rows = bench.detection_rows(musique + squad)
+    rows = [row for row in bench.detection_rows(musique + squad)
+            if row["flag"] == "context_vs_memory" and row["subset"] == "all"]
     assert [row["dataset"] for row in rows] == ["kre_musique", "kre_squad", bench.ALL_SETS]
     pooled = rows[-1]
     assert (pooled["tp"], pooled["fn"], pooled["fp"], pooled["tn"]) == (1, 1, 1, 1)
     assert (pooled["n_positive"], pooled["n_negative"]) == (2, 2)
     # one set alone: no pooled row
-    assert [row["dataset"] for row in bench.detection_rows(musique)] == ["kre_musique"]
+    assert {row["dataset"] for row in bench.detection_rows(musique)} == {"kre_musique"}
 
 
 def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_one():
@@ -210,8 +261,10 @@ def test_memory_summary_adds_the_items_whose_closed_book_answer_is_the_golden_on
                 (1, 0, "conflict"))]
     for r in records:
         r["recalls_golden"] = r["item"] == "q0"
-    rows = {row["subset"]: row for row in bench.detection_rows(records)}
-    assert set(rows) == {"all", "closed-book answer = golden answer"}
+    rows = {row["subset"]: row for row in bench.detection_rows(records)
+            if row["flag"] == "context_vs_memory"}
+    assert set(rows) == {"all", "closed-book answer = golden answer",
+                         "closed-book answer ≠ golden answer"}
     recalled = rows["closed-book answer = golden answer"]
     assert (recalled["n_positive"], recalled["n_negative"]) == (1, 1)
     assert (recalled["tp"], recalled["tn"]) == (1, 1)
@@ -227,15 +280,43 @@ def test_surface_summary_scores_each_way_on_common_items_with_a_paired_differenc
             record["plain_strict"] = plain_strict
         return record
     records = [rec(f"q{i}", "surface", i < 3, i == 0) for i in range(4)]
-    records += [rec(f"q{i}", "resolve", i == 1) for i in range(4)]
-    records.append(rec("q9", "surface", True, True))  # no resolve run: left out
+    records[0]["doc_types"] = {"a": "correct", "b": "misinfo", "c": "misinfo"}
+    records[0]["sides"] = [["passage_vs_passage", [["A", ["a"]], ["B", ["b"]]]],
+                           ["context_vs_memory", [["C", []], ["C", ["c"]]]]]
     [row] = bench.surface_rows(records)
     assert row["n"] == 4
     assert row["plain"]["value"] == 0.25 and row["surface"]["value"] == 0.75
-    assert row["resolve"]["value"] == 0.25 and row["detect_s_per_item"] == 0.5
+    assert row["detect_s_per_item"] == 0.5
+    # of two misinformation documents, one is on a passage conflict's side of its own
+    assert (row["misinfo_own_side"]["k"], row["misinfo_own_side"]["n"]) == (1, 2)
     assert row["surface_minus_plain"]["difference"] == 0.5
     assert row["surface_minus_plain"]["only_a"] == 2
     assert "surface − plain" in bench.render([], [row])
+
+
+def test_threshold_table_recomputes_each_flag_from_the_recorded_signals():
+    def memory(item, label, confidence, recalls):
+        outputs = {"memory": {"status": "answer", "answer": "1889", "confidence": confidence},
+                   "groups": [["1920", ["p"]]]}
+        return {"command": "memory", "item": item, "label": label, "recalls_golden": recalls,
+                "detector": {"outputs": outputs}}
+
+    def lookalike(odds):
+        outputs = {"memory": {"status": "no_answer", "answer": ""},
+                   "groups": [["A", ["p1", "p2"]], ["B", ["p3"]]],
+                   "question_subject": {"p3": odds}, "same_subject": {"log_odds": 1.0}}
+        return {"command": "lookalike", "item": "l", "label": 0,
+                "detector": {"outputs": outputs}}
+    records = [memory("q0", 1, -0.2, True), memory("q1", 0, -0.2, False),
+               memory("q2", 1, -0.9, True), lookalike(-1.2)]
+    table = bench.threshold_table(records).splitlines()
+    # at -0.5 the confident positive is flagged, the guess is not; the golden variant is
+    assert "| memory_confidence | -0.5 | 0.50 [0.09, 0.91] (1/2) | 1.00 [0.21, 1.00] (1/1) |" \
+        in table
+    assert any(line.startswith("| question_subject_threshold | -1.0 |")
+               and line.endswith("| 0.00 [0.00, 0.79] (0/1) |") for line in table)
+    assert any(line.startswith("| question_subject_threshold | -1.5 |")
+               and line.endswith("| 1.00 [0.21, 1.00] (1/1) |") for line in table)
 
 
 # ---------------------------------------------------------------- runner
@@ -256,7 +337,7 @@ def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, w
     assert [r["checks"]["context_vs_memory"] for r in records] == [
         "conflict", "no_conflict"] * 2
     assert all(r["detect_seconds"] > 0 and r["generate_seconds"] > 0 for r in records)
-    assert all(r["detect_tokens"][0] > r["generate_tokens"][0] > 0 for r in records)
+    assert all(r["detect_tokens"][0] > 0 and r["generate_tokens"][0] > 0 for r in records)
     assert records[0]["detector"]["memory"] == "1889"
     assert all(r["recalls_golden"] for r in records)  # 1889 is the golden answer
     assert not any("golden_answer" in r for r in records)
@@ -266,29 +347,29 @@ def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, w
     assert "context_vs_memory" in table
 
 
-def test_run_surface_answers_three_ways_from_two_runs(tmp_path, write_data_dir):
+def test_run_surface_answers_with_the_policy_and_keeps_plain_rags_answer(tmp_path,
+                                                                         write_data_dir):
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
     cases = bench.surface_cases(1, str(root))
-    # the same-subject check scores Yes/No; "No" (different subjects) makes the pair ambiguous
-    llm = FakeLLM(rules=[("Mutemath did", "Mutemath"), ("Coldplay did", "Coldplay"),
-                         ("Beatles did", "The Beatles")],
-                  default="NOT_IN_PASSAGE", choice_prior=lambda c: 3.0 if c == "No" else 0.0)
+    # the subject checks score Yes/No: "Yes" on-subject, then different subjects (ambiguous)
+    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
+                                 "Beatles did": "The Beatles"}))
+    llm.score_choices = on_subject_but_different(llm.score_choices)
     out = tmp_path / "out"
     out.mkdir()
     bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
     records = {r["way"]: r for r in bench.read_records(out / "records.jsonl")}
-    assert set(records) == {"resolve", "surface"}
-    # resolve runs no detect step: only crossval's own check of the passages
-    assert records["resolve"]["detect_seconds"] == 0.0
-    assert set(records["resolve"]["checks"]) == {"passage_vs_passage"}
+    assert set(records) == {"surface"}
     assert records["surface"]["checks"]["ambiguous"] == "conflict"
-    assert records["surface"]["answer"] != records["resolve"]["answer"]
+    assert records["surface"]["doc_types"] == {"ramdocs::0#c0": "correct",
+                                               "ramdocs::0#c1": "correct",
+                                               "ramdocs::0#c2": "misinfo",
+                                               "ramdocs::0#c3": "noise"}
     # plain RAG's answer is the surface run's answer before the policy: what vanilla gives
     plain = bench.Pipeline.from_parts(bench.configure(None, use_cache=False, method="vanilla"),
                                       llm).run(cases[0].question, cases[0].passages)
     assert records["surface"]["plain_answer"] == plain.answer.text
-    assert "plain_answer" not in records["resolve"]
     # RAMDocs' strict criterion: plain misses Coldplay; surface has both golds and also the
     # misinformation's answer, The Beatles
     assert "The Beatles" in records["surface"]["answer"]
@@ -301,9 +382,9 @@ def test_run_ambiguity_reads_an_item_surface_ran_and_agrees_with_running_it(
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"]),
                            ramdocs(1, ["Mutemath"], ["The Beatles"])])
-    llm = FakeLLM(rules=[("Mutemath did", "Mutemath"), ("Coldplay did", "Coldplay"),
-                         ("Beatles did", "The Beatles")],
-                  default="NOT_IN_PASSAGE", choice_prior=lambda c: 3.0 if c == "No" else 0.0)
+    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
+                                 "Beatles did": "The Beatles"}))
+    llm.score_choices = on_subject_but_different(llm.score_choices)
     reused, fresh = tmp_path / "reused", tmp_path / "fresh"
     reused.mkdir()
     fresh.mkdir()
