@@ -79,6 +79,7 @@ from typing import Any
 
 from faithrag import Pipeline
 from faithrag.answers import containment, normalize_answer, same_answer, smart_em
+from faithrag.config import ConflictsConfig
 from faithrag.eval.datasets import QAItem, RankItem, load_dataset
 from faithrag.eval.distractors import DistractorPool
 from faithrag.eval.hostile import HostileRetriever
@@ -616,12 +617,13 @@ def memory_signal(record: dict[str, Any]) -> tuple[bool, float | None]:
     return not same_answer(memory["answer"], context), memory.get("confidence")
 
 
-def passage_signal(record: dict[str, Any], question_subject: float) -> tuple[int, float | None]:
-    """The number of answer groups left on-subject at `question_subject` (the context's group,
+def passage_signal(record: dict[str, Any], subject_coverage: float) -> tuple[int, float | None]:
+    """The number of answer groups left on-subject at `subject_coverage` (the context's group,
     the one not judged, always stays) and the recorded same-subject log-odds."""
     outputs = record["detector"]["outputs"]
-    groups, judged = outputs["groups"], outputs.get("question_subject") or {}
-    left = sum(1 for _, ids in groups if ids[0] not in judged or judged[ids[0]] >= question_subject)
+    judged = (outputs.get("question_subject") or {}).get("coverage", {})
+    left = sum(1 for _, ids in outputs["groups"]
+               if ids[0] not in judged or judged[ids[0]] >= subject_coverage)
     return left, (outputs.get("same_subject") or {}).get("log_odds")
 
 
@@ -629,9 +631,11 @@ def threshold_table(records: list[dict[str, Any]]) -> str:
     """The flags recomputed from the recorded signals at each candidate threshold (the
     calibration split's records): memory_confidence on `memory` (positives: the conflicting
     variant of items whose closed-book answer is the golden one; negatives: every golden
-    variant and the conflicting variant of the others); question_subject_threshold on the
-    passage flag (positives: `passages` and `ambiguity` positives; negatives: `lookalike`);
-    same_subject_threshold on `ambiguous` (`ambiguity`: several answers against one)."""
+    variant and the conflicting variant of the others); subject_coverage on the passage flag
+    (positives: `passages` and `ambiguity` positives; negatives: `lookalike`);
+    same_subject_threshold on `ambiguous` (`ambiguity`: several answers against one, at the
+    default subject_coverage). The same-subject log-odds is recorded only where a pair was
+    left, so its rows hold at the coverage the records were made with."""
     lines = ["| setting | value | positives flagged | negatives flagged |", "|---|---|---|---|"]
 
     def row(name: str, value: float, pos: list[bool], neg: list[bool]) -> None:
@@ -649,15 +653,16 @@ def threshold_table(records: list[dict[str, Any]]) -> str:
     positives = [r for r in records if r["command"] in ("passages", "ambiguity")
                  and r["label"] == 1]
     lookalike = [r for r in records if r["command"] == "lookalike"]
-    for t in (-99.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0):
-        row("question_subject_threshold", t,
+    for t in (0.0, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0):
+        row("subject_coverage", t,
             [passage_signal(r, t)[0] >= 2 for r in positives],
             [passage_signal(r, t)[0] >= 2 for r in lookalike])
     ambiguity = [r for r in records if r["command"] == "ambiguity"]
-    for t in (-1.0, -0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
+    coverage = ConflictsConfig().subject_coverage
+    for t in (-1.0, -0.5, 0.0, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 1.5):
         flags = []
         for r in ambiguity:
-            left, odds = passage_signal(r, -1.0)
+            left, odds = passage_signal(r, coverage)
             flags.append((r["label"], left >= 2 and odds is not None and odds < t))
         row("same_subject_threshold", t, [f for label, f in flags if label == 1],
             [f for label, f in flags if label == 0])

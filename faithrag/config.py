@@ -191,15 +191,17 @@ class PipelineConfig(_Strict):
 class ConflictsConfig(_Strict):
     """The conflict detector (pipeline.detect = "conflicts"): when the model's closed-book answer
     counts as knowledge, and, when the passages give two or more different answers, which
-    answers are off-subject and whether the rest speak of one subject (log-odds of "Yes")."""
+    answers are off-subject and whether the rest speak of one subject (log-odds of "Yes",
+    scored after the passages, as the detector asks it)."""
 
-    memory_confidence: float = -0.5
+    memory_confidence: float = -0.3
     """the closed-book answer's mean token log-probability from which the model is taken to
     know it; below it the answer is a guess and no `context_vs_memory` conflict is reported"""
-    question_subject_threshold: float = -1.0
-    """below this log-odds that a passage speaks of what the question asks about, its answer is
+    subject_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    """the share of the question's anchors (quoted titles, capitalised words, numbers) a
+    dissenting passage must hold to speak of what the question asks; below it its answer is
     off-subject (a lookalike) and set aside; lower it to set fewer aside"""
-    same_subject_threshold: float = -0.5
+    same_subject_threshold: float = 0.5
     """below this log-odds of "same subject" the disagreement is reported as `ambiguous` (both
     answers may be right), otherwise as `passage_vs_passage`; lower it for fewer, surer
     `ambiguous` reports"""

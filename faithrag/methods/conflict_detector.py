@@ -20,18 +20,20 @@ by `answer_tokens`:
    words (so the model finds it among the others), then 'What answer to the question does
    passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED"
    if passage N does not give one.' (multiple choice: "<the text of one option>").
-3. On the subject, only when the passages give two or more different answers, as Yes/No choice
-   scores on the shared head (no generation):
-   - question vs passage: for the first passage of every answer group but the context's, does
-     it speak of what the question asks about (its name and any year, place or other detail
-     the question gives)? Log-odds of "Yes" below `question_subject_threshold`: the group is
-     off-subject (a lookalike: another year, another entity with a similar name); its passages
-     are set aside, named in the `low_relevance` check's note, and never become a side;
-   - passage vs passage: of the two largest groups left, do their first passages speak of the
-     same subject? The log-odds of "Yes", averaged over both orders, below
-     `same_subject_threshold` means different subjects that share the question's name.
+3. On the subject, only when the passages give two or more different answers:
+   - question vs passage, with no model call: the question's anchors are its quoted titles,
+     its capitalised words (names, places; question words left out) and its numbers (years);
+     the first passage of every answer group but the context's must hold at least
+     `subject_coverage` of them (SQuAD-normalised whole tokens, title included), else the group
+     is off-subject (a lookalike: another year, another person with the same first name); its
+     passages are set aside, named in the `low_relevance` check's note, and never become a
+     side. A question with no anchor sets nothing aside;
+   - passage vs passage, as Yes/No choice scores on the shared head: of the two largest groups
+     left, do their first passages speak of the same subject? The log-odds of "Yes", averaged
+     over both orders, below `same_subject_threshold` means different subjects that share the
+     question's name.
 So a question costs one `generate()` call with at most k + 1 short requests, plus one scoring
-call when the passages disagree.
+call of two requests when on-subject passages disagree.
 
 Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
 markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
@@ -130,11 +132,6 @@ READ_FREE_FORM = (
     'Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED" if passage {n} does '
     "not give one.")
 READ_MULTIPLE_CHOICE = READ_FREE_FORM.replace("<a short phrase>", "<the text of one option>")
-QUESTION_SUBJECT = (
-    'Passage {n} begins: "{start}" and answers "{answer}".\n\nPassages retrieved for a question '
-    "may speak of a similar but different person, work, place, event or year. Does passage {n} "
-    "speak of what the question asks about (its name and every year, place or other detail the "
-    "question gives)? Answer Yes or No.")
 PAIR_SUBJECT = (
     'Passage {a} begins: "{start_a}"\nPassage {b} begins: "{start_b}"\n\nA name in a question '
     "can refer to several different people, works, places or events. Do passages {a} and {b} "
@@ -155,6 +152,11 @@ _DOES_NOT_KNOW = re.compile(
     r"\b(?:i\s+(?:do\s*(?:not|n't)|don't)\s+know|not\s+sure|(?:can\s*not|cannot|can't)\s+"
     r"(?:answer|tell|say))\b", re.IGNORECASE)
 _LABEL = re.compile(r"^\W*answer\s*[:=-]\s*", re.IGNORECASE)
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
+_WORD = re.compile(r"[^\W_][\w'\u2019.-]*")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+_QUESTION_WORDS = frozenset(
+    ["what", "who", "whom", "whose", "which", "when", "where", "why", "how", "is", "was", "are", "were", "do", "does", "did", "the", "a", "an", "in", "of", "on", "at", "to", "for", "and", "or", "name", "list"])
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,24 @@ def holds_answer(draft: Answer, question: Question) -> Callable[[Passage], bool]
     if question.choices or not text or draft.parse_status != PARSE_OK:
         return lambda passage: False
     return lambda passage: grounded(text, passage.text)
+
+
+def question_anchors(question: str) -> list[str]:
+    """What names the question's subject: its quoted titles, then its capitalised words (a
+    possessive "'s" and question words left out) and numbers, in order, without repeats."""
+    anchors = [a or b for a, b in _QUOTED.findall(question)]
+    for word in _WORD.findall(question):
+        word = _POSSESSIVE.sub("", word).strip(".")
+        if word and word.lower() not in _QUESTION_WORDS and (word[0].isupper()
+                                                             or word[0].isdigit()):
+            anchors.append(word)
+    return list(dict.fromkeys(a for a in anchors if normalize_answer(a)))
+
+
+def anchor_coverage(anchors: list[str], passage: Passage) -> float:
+    """The share of `anchors` that `passage` (title and text) holds as whole tokens."""
+    text = f" {normalize_answer(passage.title + ' ' + passage.text)} "
+    return sum(f" {normalize_answer(a)} " in text for a in anchors) / len(anchors)
 
 
 def grounded(answer: str, text: str) -> bool:
@@ -267,14 +287,16 @@ class ConflictDetector:
 
     name = "conflicts"
 
-    def __init__(self, llm: LLM, answer_tokens: int = 48, same_subject_threshold: float = -0.5,
-                 question_subject_threshold: float = -1.0, memory_confidence: float = -0.5):
+    def __init__(self, llm: LLM, answer_tokens: int = 48, same_subject_threshold: float = 0.5,
+                 subject_coverage: float = 0.6, memory_confidence: float = -0.3):
         if answer_tokens < 1:
             raise ValueError("answer_tokens must be >= 1")
+        if not 0.0 <= subject_coverage <= 1.0:
+            raise ValueError("subject_coverage must be between 0 and 1")
         self.llm = llm
         self.answer_tokens = answer_tokens
         self.same_subject_threshold = same_subject_threshold
-        self.question_subject_threshold = question_subject_threshold
+        self.subject_coverage = subject_coverage
         self.memory_confidence = memory_confidence
 
     # ------------------------------------------------------------------ requests
@@ -292,8 +314,13 @@ class ConflictDetector:
         `detect/conflicts` step; return the conflicts found (action "reported")."""
         with trace.step("detect", self.name, question=question.text,
                         passages=[p.id for p in passages], draft=answer.text) as step:
-            evidence = SharedEvidence.fitted(self.llm, question, passages,
-                                             self.answer_tokens + INSTRUCTION_TOKENS, step)
+            evidence = SharedEvidence.fitted(self.llm, question, passages, self.answer_tokens,
+                                             step)
+            if len(evidence.shown) < len(passages):
+                left_out = [p.id for p in passages[len(evidence.shown):]]
+                step.warnings.append(f"passages that do not fit the context window are not "
+                                     f"read: {', '.join(left_out)}")
+                passages = passages[:len(evidence.shown)]
             read = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
             draft = holds_draft(answer)
             to_read = [n for n, p in enumerate(passages, 1) if not draft(p)]
@@ -323,7 +350,7 @@ class ConflictDetector:
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
             context = context_group(groups, answer, question)
-            on_subject = self._on_subject(question, evidence, groups, context, step)
+            on_subject = self._on_subject(question, groups, context, step)
             off_subject = [p.id for g in groups if g not in on_subject for p in g.passages]
             self._passage_conflicts(question, evidence, on_subject, len(unread) > 0, step)
             self._memory_conflict(question, memory, confidence, completions[0].text, context,
@@ -348,23 +375,19 @@ class ConflictDetector:
     def _check(self, step: Step, kind: str, status: str, note: str = "") -> None:
         step.checks.append(ConflictCheck(kind, self.name, status, note))  # type: ignore[arg-type]
 
-    def _on_subject(self, question: Question, evidence: SharedEvidence,
-                    groups: list[AnswerGroup], context: AnswerGroup | None, step: Step
-                    ) -> list[AnswerGroup]:
+    def _on_subject(self, question: Question, groups: list[AnswerGroup],
+                    context: AnswerGroup | None, step: Step) -> list[AnswerGroup]:
         """The groups that speak of what the question asks about: the context's, and each other
-        group whose first passage is judged so (question vs passage, see the module
+        group whose first passage holds enough of the question's anchors (see the module
         docstring)."""
         judged = [g for g in groups if g is not context]
-        if context is None or not judged:
+        anchors = question_anchors(question.text)
+        if context is None or not judged or not anchors:
             return groups
-        requests = [evidence.yes_no(QUESTION_SUBJECT.format(
-            n=evidence.number(g.passages[0]), start=evidence.start(evidence.number(g.passages[0])),
-            answer=g.answer), "question_subject") for g in judged]
-        odds = yes_log_odds_many(self.llm, requests, step)
-        step.outputs["question_subject"] = {g.passages[0].id: round(o, 3)
-                                            for g, o in zip(judged, odds)}
-        off = {id(g) for g, o in zip(judged, odds) if o < self.question_subject_threshold}
-        return [g for g in groups if id(g) not in off]
+        coverage = {id(g): anchor_coverage(anchors, g.passages[0]) for g in judged}
+        step.outputs["question_subject"] = {"anchors": anchors, "coverage": {
+            g.passages[0].id: round(coverage[id(g)], 3) for g in judged}}
+        return [g for g in groups if coverage.get(id(g), 1.0) >= self.subject_coverage]
 
     def _passage_conflicts(self, question: Question, evidence: SharedEvidence,
                            groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
@@ -444,11 +467,18 @@ class SharedEvidence:
     shown: list[str]  # each passage's text as the head holds it
 
     @classmethod
-    def fitted(cls, llm: LLM, question: Question, passages: list[Passage], reserve: int,
+    def fitted(cls, llm: LLM, question: Question, passages: list[Passage], answer_tokens: int,
                step: Step) -> SharedEvidence:
+        """The head as the plain answer prompt fits it (the same reserve, so the same cut),
+        fitted again with room for the instruction when that does not fit after it."""
         titles = [p.title for p in passages]
-        shown = fit(llm, render_prompt(question, titles), passages, reserve, step).evidence
-        return cls(passages_head(question, shown, titles), passages, shown)
+        render = render_prompt(question, titles)
+        fitted = fit(llm, render, passages, answer_tokens, step)
+        room = llm.context_window - llm.count_chat_tokens(fitted.messages) - answer_tokens
+        if room < INSTRUCTION_TOKENS:
+            fitted = fit(llm, render, passages, answer_tokens + INSTRUCTION_TOKENS, step)
+        shown = fitted.evidence
+        return cls(passages_head(question, shown, titles), passages[:len(shown)], shown)
 
     def number(self, passage: Passage) -> int:
         return self.passages.index(passage) + 1
@@ -482,5 +512,5 @@ def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | Non
     settings = config.conflicts
     return ConflictDetector(llm, answer_tokens=config.generation.answer_tokens,
                             same_subject_threshold=settings.same_subject_threshold,
-                            question_subject_threshold=settings.question_subject_threshold,
+                            subject_coverage=settings.subject_coverage,
                             memory_confidence=settings.memory_confidence)

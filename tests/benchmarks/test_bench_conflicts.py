@@ -27,21 +27,20 @@ def rank(i: int, roles: list[str]) -> dict:
 
 
 def ramdocs(i: int, golds: list[str], misinfo: list[str]) -> dict:
-    docs = [{"title": "", "text": f"{g} did it.", "doc_type": "correct", "doc_answer": g}
+    docs = [{"title": "", "text": f"{g} did thing {i}.", "doc_type": "correct", "doc_answer": g}
             for g in golds]
-    docs += [{"title": "", "text": f"{m} did it.", "doc_type": "misinfo", "doc_answer": m}
-             for m in misinfo]
+    docs += [{"title": "", "text": f"{m} did thing {i}.", "doc_type": "misinfo",
+              "doc_answer": m} for m in misinfo]
     docs.append({"title": "", "text": "Unrelated text.", "doc_type": "noise", "doc_answer": ""})
     return {"id": f"ramdocs::{i}", "question": f"Who did thing {i}?", "context": docs,
             "answer": golds[0], "answers": golds}
 
 
-def on_subject_but_different(score_choices):
-    """Yes to "does the passage speak of what the question asks", No to "the same subject"."""
+def different_subjects(score_choices):
+    """No to "do the passages speak of the same subject"."""
     def score(request):
         scores = score_choices(request)
-        yes = 3.0 if request.purpose == "question_subject" else -3.0
-        return type(scores)(scores.choices, [yes, 0.0], scores.token_counts,
+        return type(scores)(scores.choices, [-3.0, 0.0], scores.token_counts,
                             scores.prompt_tokens, scores.seconds)
     return score
 
@@ -304,18 +303,19 @@ def test_threshold_table_recomputes_each_flag_from_the_recorded_signals():
     def lookalike(odds):
         outputs = {"memory": {"status": "no_answer", "answer": ""},
                    "groups": [["A", ["p1", "p2"]], ["B", ["p3"]]],
-                   "question_subject": {"p3": odds}, "same_subject": {"log_odds": 1.0}}
+                   "question_subject": {"anchors": ["X"], "coverage": {"p3": odds}},
+                   "same_subject": {"log_odds": 1.0}}
         return {"command": "lookalike", "item": "l", "label": 0,
                 "detector": {"outputs": outputs}}
     records = [memory("q0", 1, -0.2, True), memory("q1", 0, -0.2, False),
-               memory("q2", 1, -0.9, True), lookalike(-1.2)]
+               memory("q2", 1, -0.9, True), lookalike(0.5)]
     table = bench.threshold_table(records).splitlines()
     # at -0.5 the confident positive is flagged, the guess is not; the golden variant is
     assert "| memory_confidence | -0.5 | 0.50 [0.09, 0.91] (1/2) | 1.00 [0.21, 1.00] (1/1) |" \
         in table
-    assert any(line.startswith("| question_subject_threshold | -1.0 |")
+    assert any(line.startswith("| subject_coverage | 0.6 |")
                and line.endswith("| 0.00 [0.00, 0.79] (0/1) |") for line in table)
-    assert any(line.startswith("| question_subject_threshold | -1.5 |")
+    assert any(line.startswith("| subject_coverage | 0.5 |")
                and line.endswith("| 1.00 [0.21, 1.00] (1/1) |") for line in table)
 
 
@@ -352,10 +352,10 @@ def test_run_surface_answers_with_the_policy_and_keeps_plain_rags_answer(tmp_pat
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
     cases = bench.surface_cases(1, str(root))
-    # the subject checks score Yes/No: "Yes" on-subject, then different subjects (ambiguous)
+    # the same-subject check scores Yes/No: different subjects (ambiguous)
     llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
                                  "Beatles did": "The Beatles"}))
-    llm.score_choices = on_subject_but_different(llm.score_choices)
+    llm.score_choices = different_subjects(llm.score_choices)
     out = tmp_path / "out"
     out.mkdir()
     bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
@@ -384,7 +384,7 @@ def test_run_ambiguity_reads_an_item_surface_ran_and_agrees_with_running_it(
                            ramdocs(1, ["Mutemath"], ["The Beatles"])])
     llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
                                  "Beatles did": "The Beatles"}))
-    llm.score_choices = on_subject_but_different(llm.score_choices)
+    llm.score_choices = different_subjects(llm.score_choices)
     reused, fresh = tmp_path / "reused", tmp_path / "fresh"
     reused.mkdir()
     fresh.mkdir()

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faithrag import registry
+from faithrag.answers import normalize_answer
 from faithrag.cli import main
 from faithrag.config import Config
 from faithrag.llm.base import ChoiceRequest
@@ -19,6 +20,7 @@ from faithrag.methods.conflict_detector import (
     UNREADABLE,
     ConflictDetector,
     grounded,
+    question_anchors,
     read_short_answer,
 )
 from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
@@ -40,11 +42,9 @@ PASSAGES = [
 class Scripted(FakeLLM):
     """Replies by request purpose; a passage reading by the passage whose start its
     instruction quotes (`passages`: those it may read). The closed-book answer's tokens have
-    log-prob `memory_logprob`; "Yes" scores log-odds `on_subject` on the question-vs-passage
-    judgement and `same` on the passage-vs-passage one."""
+    log-prob `memory_logprob`; "Yes" scores log-odds `same` on the same-subject question."""
 
-    def __init__(self, memory="Mutemath", readings=None, same=2.0, on_subject=2.0,
-                 memory_logprob=-0.1):
+    def __init__(self, memory="Mutemath", readings=None, same=2.0, memory_logprob=-0.1):
         readings = readings or {}
         self.passages = list(PASSAGES)
         self.memory_logprob = memory_logprob
@@ -59,7 +59,7 @@ class Scripted(FakeLLM):
                         if f'begins: "{neutralise_tags(p.text)[:20]}' in instruction)
             return readings.get(read.id, "ANSWER: NOT STATED")
         super().__init__(respond)
-        self.odds = {"question_subject": on_subject, "same_subject": same}
+        self.same = same
 
     def generate(self, requests):
         completions = super().generate(requests)
@@ -68,8 +68,8 @@ class Scripted(FakeLLM):
 
     def score_choices(self, request):
         scores = super().score_choices(request)
-        assert request.choices == ("Yes", "No")
-        return replace(scores, logprobs=[self.odds[request.purpose], 0.0])
+        assert request.choices == ("Yes", "No") and request.purpose == "same_subject"
+        return replace(scores, logprobs=[self.same, 0.0])
 
     @property
     def scored(self):
@@ -144,43 +144,81 @@ def test_disagreeing_passages_on_the_same_subject_are_passage_vs_passage():
     assert conflict.confidence == pytest.approx(1 / 3)
     assert statuses(step)["passage_vs_passage"] == "conflict"
     assert statuses(step)["ambiguous"] == "no_conflict"
-    # the subject is scored, not generated, on the shared head: whether the other group's
-    # passage speaks of what the question asks, then the largest group's first passage against
-    # the other's, in both orders
+    # the other group's passage names what the question asks (its anchor "Armistice"); the
+    # same subject is scored, not generated, on the shared head: the largest group's first
+    # passage against the other's, in both orders
+    assert step.outputs["question_subject"] == {"anchors": ["Armistice"],
+                                                "coverage": {"p2": 1.0}}
     assert len(llm.generate_calls) == 1
-    assert [c.purpose for c in llm.scored] == ["question_subject"] + ["same_subject"] * 2
+    assert [c.purpose for c in llm.scored] == ["same_subject"] * 2
     assert all(c.keep_prefix and c.messages[-1].content.startswith(c.cache_prefix_text)
                for c in llm.scored)
-    assert 'Passage 2 begins: "Armistice is an album' in llm.scored[0].messages[-1].content
-    first, second = (c.messages[-1].content.rsplit("</passage>", 1)[1] for c in llm.scored[1:])
+    first, second = (c.messages[-1].content.rsplit("</passage>", 1)[1] for c in llm.scored)
     assert first.index("Passage 1 begins") < first.index("Passage 2 begins")
     assert second.index("Passage 2 begins") < second.index("Passage 1 begins")
-    assert step.outputs["question_subject"] == {"p2": 2.0}
     assert step.outputs["same_subject"] == {"pair": ["p1", "p2"], "log_odds": 2.0}
-    assert len(step.llm_calls) == 7
+    assert len(step.llm_calls) == 6
+
+
+LOOKALIKE = Passage("p4", "Truce is a 1970 album recorded by The Beatles.", "Truce", "blog")
 
 
 def test_an_off_subject_answer_is_set_aside_named_and_never_surfaced():
-    llm = Scripted(readings={"p2": "The Beatles"}, on_subject=-1.5)
-    conflicts, step = detect(llm)
+    llm = Scripted(readings={"p4": "The Beatles"})
+    passages = [*PASSAGES, LOOKALIKE]
+    conflicts, step = detect(llm, passages=passages)
     assert conflicts == []
     assert statuses(step)["passage_vs_passage"] == "no_conflict"
     (low,) = [c for c in step.checks if c.kind == "low_relevance"]
-    assert (low.status, low.note) == ("no_conflict", "off-subject (set aside): p2")
-    assert "set aside off-subject p2" in step.decision
-    assert [c.purpose for c in llm.scored] == ["question_subject"]  # no pair left to judge
+    assert (low.status, low.note) == ("no_conflict", "off-subject (set aside): p4")
+    assert "set aside off-subject p4" in step.decision
+    assert step.outputs["question_subject"]["coverage"] == {"p4": 0.0}
+    assert llm.scored == []  # no pair left to judge
     pipeline = Pipeline(VanillaRAG(FakeLLM(default="Mutemath")), detector=ConflictDetector(llm),
                         on_conflict="surface")
-    assert pipeline.run(QUESTION, PASSAGES).answer.text == "Mutemath"
+    assert pipeline.run(QUESTION, passages).answer.text == "Mutemath"
 
 
-def test_the_question_subject_threshold_decides_what_is_off_subject():
-    llm = Scripted(readings={"p2": "The Beatles"}, on_subject=-1.5)
-    assert [c.kind for c in detect(llm, question_subject_threshold=-2.0)[0]] == [
-        "passage_vs_passage"]
+def test_subject_coverage_decides_what_is_off_subject():
+    llm = Scripted(readings={"p4": "The Beatles"})
+    conflicts, _ = detect(llm, passages=[*PASSAGES, LOOKALIKE], subject_coverage=0.0)
+    assert [c.kind for c in conflicts] == ["passage_vs_passage"]
 
 
-@pytest.mark.parametrize("same, kind", [(-0.4, "passage_vs_passage"), (-0.6, "ambiguous")])
+@pytest.mark.parametrize("question, anchors", [
+    ("Who recorded the album Armistice?", ["Armistice"]),
+    ("What is Paul Lieber's occupation?", ["Paul", "Lieber"]),
+    ('Who is the artist performing in "Live at the El Rey"?',
+     ["Live at the El Rey", "Live", "El", "Rey"]),
+    ("Who won the 2004 Turing Award?", ["2004", "Turing", "Award"]),
+    ("where was it signed?", []),
+])
+def test_question_anchors(question, anchors):
+    assert question_anchors(question) == anchors
+
+
+@given(st.text(max_size=200))
+def test_question_anchors_never_fail_and_each_anchor_occurs_in_the_question(question):
+    for anchor in question_anchors(question):
+        assert anchor and normalize_answer(anchor) in normalize_answer(question)
+
+
+def test_a_question_without_anchors_sets_nothing_aside():
+    llm = Scripted(readings={"p4": "The Beatles"})
+    conflicts, _ = detect(llm, passages=[*PASSAGES, LOOKALIKE],
+                          question=Question("who recorded it?"))
+    assert [c.kind for c in conflicts] == ["passage_vs_passage"]
+
+
+def test_passages_that_do_not_fit_the_window_are_not_read():
+    llm = Scripted(readings={"p2": "The Beatles"})
+    llm._context_window = 600
+    _, step = detect(llm, draft="")
+    assert any("do not fit the context window" in w for w in step.warnings)
+    assert set(step.outputs["passages"]) < {p.id for p in PASSAGES}
+
+
+@pytest.mark.parametrize("same, kind", [(0.6, "passage_vs_passage"), (0.4, "ambiguous")])
 def test_different_subjects_are_ambiguous(same, kind):
     llm = Scripted(readings={"p2": "The Beatles"}, same=same)
     conflicts, step = detect(llm)
@@ -324,11 +362,11 @@ def test_the_thresholds_are_configured():
     assert [c.kind for c in detect(llm, same_subject_threshold=-0.3)[0]] == ["ambiguous"]
     pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
                                     backend="fake", conflicts__same_subject_threshold=-0.3,
-                                    conflicts__question_subject_threshold=-2.5,
+                                    conflicts__subject_coverage=0.25,
                                     conflicts__memory_confidence=-0.2)
     detector = pipeline.detector
-    assert (detector.same_subject_threshold, detector.question_subject_threshold,
-            detector.memory_confidence) == (-0.3, -2.5, -0.2)
+    assert (detector.same_subject_threshold, detector.subject_coverage,
+            detector.memory_confidence) == (-0.3, 0.25, -0.2)
     assert "ambiguous" in [c.kind for c in pipeline.run(QUESTION).conflicts]
 
 
@@ -337,7 +375,7 @@ def test_from_config_builds_the_detector():
     pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
                                     backend="fake")
     assert isinstance(pipeline.detector, ConflictDetector)
-    assert pipeline.detector.same_subject_threshold == -0.5
+    assert pipeline.detector.same_subject_threshold == 0.5
     assert Pipeline.from_config(llm=llm, passages=PASSAGES, backend="fake").detector is None
     assert "conflicts" in registry.names("detector")
     assert Config.load(overrides={"pipeline.detect": "conflicts"}).pipeline.detect == "conflicts"
@@ -360,7 +398,8 @@ def ask(tmp_path, monkeypatch):
         instruction = request.messages[-1].content.rsplit("</passage>", 1)[1]
         return "The Beatles" if "Beatles" in instruction else "Mutemath"
 
-    monkeypatch.setattr("faithrag.llm.load_llm", lambda config: FakeLLM(read))
+    same_subject = FakeLLM(read, choice_prior=lambda choice: 1.0 if choice == "Yes" else 0.0)
+    monkeypatch.setattr("faithrag.llm.load_llm", lambda config: same_subject)
     return lambda *flags: main(["ask", QUESTION.text, "--docs", str(docs),
                                 "--set", "llm.backend=fake", *flags])
 
