@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from faithrag import registry
 from faithrag.errors import ConfigError
 from faithrag.paths import cache_dir  # noqa: F401  (its old import path)
 
@@ -163,29 +164,24 @@ class CFRAGConfig(_Strict):
     """subset sampling; combined with a hash of the question"""
 
 
-class PipelineConfig(_Strict):
-    """Which stage runs at each step; names come from faithrag.registry."""
-
-    method: str = "vanilla"
-    """the answer generator"""
-    rerank: str | None = None
-    """the re-ranker; unset: none"""
-    verify: str | None = None
-    """the verifier; unset: none"""
-    detect: str | None = None
-    """the conflict detector: reports the conflicts the evidence holds and changes nothing;
-    unset: none"""
-    on_conflict: Literal["resolve", "surface", "abstain"] = "resolve"
-    """what the answer does when a stage reports a conflict. resolve: the stages' own decision;
-    surface: give each reading with its sources; abstain: say the evidence conflicts and show
-    the sides"""
-
+class _PipelineSection(_Strict):
     def stages(self) -> list[tuple[str, str]]:
         """(kind, name) of each stage that runs, in pipeline order."""
-        return [(kind, name) for kind, name in (("reranker", self.rerank),
-                                                ("generator", self.method),
-                                                ("verifier", self.verify),
-                                                ("detector", self.detect)) if name is not None]
+        return [(entry.kind, getattr(self, entry.key)) for entry in registry.run_order()
+                if getattr(self, entry.key) is not None]
+
+
+# one key per stage kind (faithrag.registry.KINDS), then the conflict policy
+PipelineConfig = create_model(
+    "PipelineConfig", __base__=_PipelineSection, __module__=__name__,
+    __doc__="Which stage runs at each step; names come from faithrag.registry.",
+    **{entry.key: (str, Field(entry.default, description=entry.doc)) if not entry.optional
+       else (str | None, Field(None, description=f"{entry.doc}; unset: none"))
+       for entry in registry.KINDS},
+    on_conflict=(Literal["resolve", "surface", "abstain"], Field(
+        "resolve", description="what the answer does when a stage reports a conflict. "
+        "resolve: the stages' own decision; surface: give each reading with its sources; "
+        "abstain: say the evidence conflicts and show the sides")))
 
 
 class ConflictsConfig(_Strict):
@@ -421,8 +417,6 @@ class Config(_Strict):
     def _stages_registered(self) -> Config:
         """Every stage named in `pipeline` is registered, and an `on_conflict` policy that acts
         on conflicts has a stage that reports them."""
-        from faithrag import registry
-
         for kind, name in self.pipeline.stages():
             registry.stage(kind, name)
         registry.check_conflict_policy(self.pipeline.on_conflict,

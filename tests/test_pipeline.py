@@ -45,6 +45,21 @@ def test_stages_run_in_order_and_are_traced():
     assert result.to_dict()["removed"][0]["reason"] == "last"
 
 
+def test_one_loop_runs_the_kinds_in_their_order_and_each_stage_is_found_by_its_kind():
+    from faithrag import registry
+
+    assert [entry.kind for entry in registry.run_order()] == [
+        "reranker", "generator", "verifier", "detector"]
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="yes")), reranker=DropLast(), verifier=Shout())
+    assert pipeline.stages == {"generator": pipeline.generator, "reranker": pipeline.reranker,
+                               "verifier": pipeline.verifier}
+    assert pipeline.detector is None
+    with pytest.raises(AttributeError):
+        pipeline.resolver  # noqa: B018 (not a stage kind)
+    with pytest.raises(ConfigError, match="unknown stage kind 'resolver'"):
+        Pipeline(VanillaRAG(FakeLLM()), resolver=Shout())
+
+
 def test_given_passages_skip_retrieval():
     result = Pipeline(VanillaRAG(FakeLLM(default="a")), ListRetriever([])).run(
         "q?", passages=[Passage("given", "t")])

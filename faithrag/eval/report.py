@@ -87,6 +87,7 @@ from faithrag.eval.metrics import aggregate, cell_correct, record_correct
 from faithrag.eval.plots import plot_accuracy, plot_distractors, require_plots
 from faithrag.eval.rank_runner import summarize_rank_records
 from faithrag.eval.ranking_metrics import ranking_metrics
+from faithrag.eval.run_dir import stage_names
 from faithrag.eval.stats import bootstrap_ci, paired_difference, wilson_interval
 
 RESULTS_FILE = "results.jsonl"
@@ -268,7 +269,8 @@ def _finite(value: Any) -> Any:
 # ---------------------------------------------------------------- labels and comparisons
 
 def _pipeline_name(run: Run) -> str:
-    stages = [run.method, run.manifest.get("rerank"), run.manifest.get("verify")]
+    """Every stage the run had, in the order of registry.KINDS ("vanilla + crossval")."""
+    stages = stage_names(run.manifest).values()
     return " + ".join(dict.fromkeys(str(s) for s in stages if s))
 
 
@@ -285,8 +287,8 @@ def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def stage_sections(stages: list[tuple[str, str | None]]) -> set[str]:
     """The configuration sections of the named stages; a name no longer registered (an old
     run) contributes none."""
-    specs = {(spec.kind, spec.name): spec for kind in registry.KINDS
-             for spec in registry.stages(kind)}
+    specs = {(spec.kind, spec.name): spec for entry in registry.KINDS
+             for spec in registry.stages(entry.kind)}
     return {specs[kind, name].section for kind, name in stages
             if (kind, name) in specs and specs[kind, name].section}
 
@@ -301,8 +303,7 @@ def _distinct_settings(run: Run, peers: list[Run]) -> dict[str, Any]:
     # the sections of the stages this run used ("csrag" for csrag_choices, "rerank" for
     # crossval): a default changed by newer code in an unused section is no difference
     sections = {"generation", "retrieval"} | stage_sections(
-        [("generator", run.method), ("reranker", run.manifest.get("rerank")),
-         ("verifier", run.manifest.get("verify"))])
+        list(stage_names(run.manifest).items()))
     shown = {}
     for key, value in mine.items():
         if (key.split(".", 1)[0] not in sections or key not in defaults

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.base import LLM, require_llm
 from faithrag.llm.cancel import CancelToken, RunCancelled, cancellable
@@ -47,8 +48,9 @@ class AskService:
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
         p = config.pipeline
-        self.defaults = PipelineChoice(p.method, p.rerank, p.verify, config.retrieval.k,
-                                       p.detect, p.on_conflict)
+        self.defaults = PipelineChoice.of({entry.kind: getattr(p, entry.key)
+                                           for entry in registry.KINDS},
+                                          config.retrieval.k, p.on_conflict)
         self._build_pipeline = build_pipeline
         self._pipelines: dict[PipelineChoice, Pipeline] = {}
         self._pipelines_lock = threading.Lock()
@@ -60,8 +62,7 @@ class AskService:
             if choice not in self._pipelines:
                 config = self.config.model_copy(update={
                     "pipeline": self.config.pipeline.model_copy(update={
-                        "method": choice.method, "rerank": choice.rerank,
-                        "verify": choice.verify, "detect": choice.detect,
+                        **{entry.key: choice.name(entry.kind) for entry in registry.KINDS},
                         "on_conflict": choice.on_conflict}),
                     "retrieval": self.config.retrieval.model_copy(update={"k": choice.k}),
                 })
@@ -111,17 +112,17 @@ class AskService:
                                    "server with a larger --request-timeout.")
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "model": self.llm.name, "method": self.defaults.method}
+        return {"status": "ok", "model": self.llm.name,
+                "method": self.defaults.name("generator")}
 
     def methods(self) -> dict[str, Any]:
         """The registered stages and conflict policies, for the inspector's selectors, and this
         server's defaults."""
         d = self.defaults
         return {
-            "methods": list(self.stages.methods), "rerankers": list(self.stages.rerankers),
-            "verifiers": list(self.stages.verifiers), "detectors": list(self.stages.detectors),
+            **{entry.listing: list(self.stages[entry.kind]) for entry in registry.KINDS},
             "on_conflict": list(ON_CONFLICT),
-            "defaults": {"method": d.method, "rerank": d.rerank, "verify": d.verify,
-                         "detect": d.detect, "on_conflict": d.on_conflict, "k": d.k},
+            "defaults": {**{entry.key: d.name(entry.kind) for entry in registry.KINDS},
+                         "on_conflict": d.on_conflict, "k": d.k},
             "retrieval": self.retriever is not None,
         }

@@ -179,6 +179,22 @@ def test_labels_name_the_pipeline_and_only_the_sweep_settings_that_differ(tmp_pa
                       "vanilla + antisyco [retrieval=hostile]"]
 
 
+def test_labels_name_every_stage_of_the_kinds_table(tmp_path: Path) -> None:
+    """A run's label names each stage it had, of every kind (registry.KINDS); an older
+    manifest without a kind's key (detect) has it read from its configuration."""
+    detected = make_run(tmp_path, "a", "d", "vanilla", [record("x", True)])
+    manifest = json.loads((detected / "manifest.json").read_text())
+    manifest["config"] = {"pipeline": {"method": "vanilla", "detect": "conflicts"}}
+    (detected / "manifest.json").write_text(json.dumps(manifest))
+    reranked = make_run(tmp_path, "b", "d", "vanilla", [record("x", True)])
+    manifest = json.loads((reranked / "manifest.json").read_text())
+    manifest.update(rerank="crossval", detect="conflicts")
+    (reranked / "manifest.json").write_text(json.dumps(manifest))
+    files = report([detected, reranked], tmp_path / "out")
+    labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
+    assert labels == ["vanilla + conflicts", "vanilla + crossval + conflicts"]
+
+
 def test_labels_name_the_ablation_switch(tmp_path: Path) -> None:
     def cfrag(name: str, config: dict) -> Path:
         run = make_run(tmp_path, name, "p", "cfrag", [record("x", True)], sweep={"distractors": 16})
