@@ -32,8 +32,18 @@ from faithrag.methods.base import (
     Retriever,
     Verifier,
 )
+from faithrag.methods.common import evidence_view
 from faithrag.methods.conflicts import POLICIES, apply_on_conflict
-from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictCheck, Passage, Question, Trace
+from faithrag.types import (
+    POLICY_KINDS,
+    Answer,
+    Conflict,
+    ConflictCheck,
+    EvidenceView,
+    Passage,
+    Question,
+    Trace,
+)
 
 # Keyword settings of `Pipeline.from_config` that name a configuration key directly (one per
 # stage kind, and these); any other keyword is `section__key` (e.g. csrag__alpha=-3 sets
@@ -51,14 +61,17 @@ SETTING_ALIASES = {
 
 @dataclass
 class Result:
-    """What a pipeline run returns. `passages` are exactly the evidence the generator saw, in
-    order; `removed` the passages a re-ranker took out, each with its reason."""
+    """What a pipeline run returns. `passages` are the evidence handed to the generator, in
+    order, and `evidence` what the generator saw of them (the passages its prompts held, those
+    cut to fit and those left out, and why; None when no generator ran); `removed` the passages
+    a re-ranker took out, each with its reason."""
 
     question: Question
     answer: Answer
     passages: list[Passage]
     removed: list[RemovedPassage] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
+    evidence: EvidenceView | None = None
 
     @property
     def conflicts(self) -> list[Conflict]:
@@ -72,6 +85,10 @@ class Result:
         return self.trace.checks
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data, the body of the server's `/v1/ask`: `passages` are
+        the ones the generator saw (`evidence.seen`, as handed when no generator ran) and
+        `evidence` says how many were dropped or cut, and why."""
+        seen = self.passages if self.evidence is None else self.evidence.seen
         return {
             "question": self.question.text,
             "choices": self.question.choices,
@@ -80,9 +97,10 @@ class Result:
             "parse_status": self.answer.parse_status,
             "reason": self.answer.reason,
             "passages": [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
-                          "text": p.text} for p in self.passages],
+                          "text": p.text} for p in seen],
             "removed": [{"id": r.passage.id, "reason": r.reason, "text": r.passage.text}
                         for r in self.removed],
+            "evidence": None if self.evidence is None else self.evidence.summary(),
             "conflicts": [asdict(c) for c in self.conflicts],
             # what the on_conflict policy did (None when it left the answer to the stages)
             "on_conflict": ({key: self.answer.meta[key] for key in
@@ -231,13 +249,16 @@ class Pipeline:
         passages = list(passages or [])
         removed: list[RemovedPassage] = []
         answer: Answer | None = None
+        evidence: EvidenceView | None = None
         for entry in registry.run_order():
             stage = self.stages.get(entry.kind)
             if stage is None:
                 continue
-            call = getattr(stage, entry.call)
+            call, first_step = getattr(stage, entry.call), len(trace.steps)
             out = (call(question, passages, answer, trace) if entry.reads_answer
                    else call(question, passages, trace))
+            if entry.kind == "generator":  # what it saw, from the steps it added
+                evidence = evidence_view(passages, trace.steps[first_step:])
             if entry.slot == "passages":
                 passages, removed = out.passages, [*removed, *out.removed]
             elif entry.slot == "answer":
@@ -245,7 +266,7 @@ class Pipeline:
         assert answer is not None  # the generator always runs
         if self.on_conflict != "resolve":
             answer = self._apply_policy(question, answer, trace)
-        return Result(question, answer, passages, removed, trace)
+        return Result(question, answer, passages, removed, trace, evidence)
 
     def _apply_policy(self, question: Question, answer: Answer, trace: Trace) -> Answer:
         """The answer under `on_conflict`, recorded as a `policy/on_conflict` step."""

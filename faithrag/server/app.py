@@ -105,6 +105,8 @@ class EvidenceSummary(BaseModel):
 
 
 class AskResult(BaseModel):
+    """The body of `/v1/ask`: faithrag.pipeline.Result.to_dict(), key for key."""
+
     question: str
     choices: list[str] | None
     answer: str
@@ -115,6 +117,7 @@ class AskResult(BaseModel):
     removed: list[RemovedOut]
     evidence: EvidenceSummary
     conflicts: list[Conflict]
+    on_conflict: dict[str, Any] | None
     conflict_checks: list[ConflictCheck]
     trace: dict[str, Any]
 

@@ -25,7 +25,6 @@ from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.server.ask_request import ON_CONFLICT, AskBody, PipelineChoice, to_ask_request
 from faithrag.server.errors import RequestError
-from faithrag.server.evidence import generator_view
 from faithrag.server.reply import Reply, ReplyLLM, replying
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
@@ -71,9 +70,10 @@ class AskService:
 
     def ask(self, body: AskBody, deadline: float | None = None,
             cancel: CancelToken | None = None, reply: Reply | None = None) -> dict[str, Any]:
-        """The pipeline's result for a request body, `passages` being exactly the ones the
-        generator saw and `evidence` saying how many were dropped or cut, and why; `conflicts`
-        and `conflict_checks` are the stages' conflict report (Result.to_dict). With `reply`,
+        """The pipeline's result for a request body (Result.to_dict): `passages` are exactly
+        the ones the generator saw and `evidence` says how many were dropped or cut, and why
+        (Result.evidence); `conflicts` and `conflict_checks` are the stages' conflict report.
+        With `reply`,
         the run's final generation goes through it and `reply.finish` makes the reply before
         the model is let go (its steps are in the trace). Raises RequestError on a bad body,
         or (504) when the run cannot start before `deadline` (time.monotonic()) because others
@@ -88,17 +88,13 @@ class AskService:
         try:  # building may also load models (a knowledge base's embedder)
             with cancellable(cancel), replying(reply):
                 result = self.pipeline(request.choice).run(request.question, request.passages)
-                view = generator_view(result, self.llm)
                 if reply is not None:
-                    reply.finish(result, view.passages, self.llm, self.config)
+                    assert result.evidence is not None  # a run always has a generator
+                    reply.finish(result, result.evidence.seen, self.llm, self.config)
         finally:
             if self._run_lock is not None:
                 self._run_lock.release()
-        out = result.to_dict()
-        out["passages"] = [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
-                            "text": p.text} for p in view.passages]
-        out["evidence"] = view.summary
-        return out
+        return result.to_dict()
 
     def _wait_for_model(self, deadline: float | None, cancel: CancelToken) -> None:
         """Take the run lock, giving up (504) at `deadline` or (RunCancelled) on `cancel`."""

@@ -251,6 +251,8 @@ class CFRAG:
         written = s.rationale == "generated"
         with trace.step("generate", "cfrag.drafts", m=len(subsets),
                         rationale=s.rationale) as step:
+            step.evidence["reason"] = ("the method drafts its answers from evidence subsets "
+                                       "it samples")
             requests = [draft_request(self.llm, question, [pool.passages[i] for i in subset],
                                       s.draft_tokens if written else self.answer_tokens,
                                       s.use_confidence, step, written)
