@@ -3,7 +3,7 @@
 A run directory holds ``manifest.json`` (what was run and where the numbers come from: dataset
 and its sha256, method and config, model and its sha256, code version, platform) and
 ``results.jsonl``, one record per finished item (the record schema is in
-faithrag/eval/report.py).
+faithrag/eval/runs.py).
 
 - ``write_manifest``: writes the manifest; a resumed run must match the old manifest on every
   setting that changes results (speed-only settings and keys that newer code added with their

@@ -2,7 +2,7 @@
 
 A run writes into a run directory (faithrag/eval/run_dir.py): `manifest.json`, what was run, and
 `results.jsonl`, appended and fsync'ed as each item finishes (the record schema is in
-faithrag/eval/report.py). Re-running the same command skips the ids already there; a run
+faithrag/eval/runs.py). Re-running the same command skips the ids already there; a run
 killed mid-way loses at most the items in flight, and a line cut by the kill is dropped on
 resume. An item that raises is recorded with parse_status "error" and the run goes on.
 """
