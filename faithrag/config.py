@@ -321,7 +321,7 @@ class AntisycoConfig(_Strict):
     scores 1 when the answers disagree, 0 when they agree)"""
     contradiction: Literal["qa", "judge"] = "qa"
     """how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare)
-    or "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py"""
+    or "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco/"""
     max_claims: int = Field(1, ge=1)
     """claims extracted from the draft; a short answer is one fact, raise it for long-form
     answers"""
