@@ -164,13 +164,13 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
              scores_options: bool = False, reports_conflicts: tuple[str, ...] = ()
              ) -> Callable[[Factory], Factory]:
     """Register the decorated factory as stage `name` of `kind`; returns it unchanged."""
-    from faithrag.config import Config
+    from faithrag import config, sections  # the core sections, and the registered ones
 
     label = stage_kind(kind).label  # ValueError for an unknown kind
     unknown = set(reports_conflicts) - set(CONFLICT_KINDS)
     if unknown:
         raise ValueError(f"{label} {name!r}: unknown conflict kinds {sorted(unknown)}")
-    if section is not None and section not in Config.model_fields:
+    if section is not None and section not in (*config.CORE_SECTIONS, *sections.registered()):
         raise ValueError(f"{label} {name!r}: no configuration section {section!r}")
 
     def decorate(factory: Factory) -> Factory:
@@ -187,7 +187,9 @@ def unregister(kind: Kind, name: str) -> None:
     _STAGES[kind].pop(name, None)
 
 
-def _load_builtins() -> None:
+def load_builtins() -> None:
+    """Import the built-in stages (faithrag.methods), once; each registers itself and declares
+    its configuration section."""
     global _builtins_loaded
     if not _builtins_loaded:
         _builtins_loaded = True
@@ -196,7 +198,7 @@ def _load_builtins() -> None:
 
 def stages(kind: Kind) -> list[StageSpec]:
     """Every registered stage of `kind`, sorted by name."""
-    _load_builtins()
+    load_builtins()
     return [_STAGES[kind][n] for n in sorted(_STAGES[kind])]
 
 
@@ -206,7 +208,7 @@ def names(kind: Kind) -> list[str]:
 
 def stage(kind: Kind, name: str) -> StageSpec:
     """The stage `name` of `kind`; ConfigError naming the registered ones if there is none."""
-    _load_builtins()
+    load_builtins()
     spec = _STAGES[kind].get(name)
     if spec is None:
         entry = stage_kind(kind)

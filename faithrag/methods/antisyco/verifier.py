@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faithrag.answers import (
     Agreement,
@@ -12,7 +13,6 @@ from faithrag.answers import (
     numeric_containment,
     same_answer,
 )
-from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.llm.framing import neutralise_tags
@@ -53,6 +53,7 @@ from faithrag.methods.antisyco.prompts import (
     VERDICT_LABELS,
     Render,
 )
+from faithrag.methods.antisyco.settings import AntisycoConfig
 from faithrag.methods.common import (
     fit,
     generate,
@@ -89,6 +90,9 @@ from faithrag.types import (
     Step,
     Trace,
 )
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
 
 
 class AntiSycophancyVerifier:
@@ -138,7 +142,7 @@ class AntiSycophancyVerifier:
         """The verifier with `config.antisyco`; its knowledge base is `antisyco.kb`, which must
         not be the pipeline's own `retriever`."""
         require_knowledge_base(config)
-        settings = config.antisyco
+        settings: AntisycoConfig = config.antisyco
         kb = open_knowledge_base(settings.kb, mode=config.retrieval.mode,
                                  chunk_tokens=settings.kb_chunk_tokens,
                                  chunk_overlap=settings.kb_chunk_overlap,
