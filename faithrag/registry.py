@@ -1,6 +1,11 @@
-"""The one place where every pipeline stage declares itself.
+"""The one place where the pipeline's stage kinds are declared (KINDS) and every stage declares
+itself.
 
-A stage module registers a factory under a kind and a name; everything that lists or checks
+KINDS is the table of stage kinds (StageKind: name, configuration key and CLI flag, label,
+protocol method, what its call's result becomes, run order); the pipeline's loop, the
+configuration's `[pipeline]` keys, the CLI flags, the server's request fields and
+`/v1/methods`, and the evaluation manifest and report labels are derived from it
+(docs/contributing.md adds a kind). A stage module registers a factory under a kind and a name; everything that lists or checks
 stage names (configuration validation, the CLI's help, the server's `/v1/methods`, the
 evaluation harness's choice handling, reports) asks this registry instead of keeping its own
 list. Adding a stage is writing its module: the built-in ones under `faithrag.methods` are
@@ -11,8 +16,9 @@ Contract:
 - `register(kind, name, ...)` decorates a factory `(llm, config, retriever) -> stage`; a name is
   registered once per kind (a second registration raises ValueError).
 - `stage(kind, name)` returns the StageSpec, or raises ConfigError naming the known names.
-- `section` names the Config section that configures the stage (None: it reads only the
-  shared sections `generation` and `retrieval`).
+- `section` names the Config section that configures the stage: a core one, or one that a
+  module declares with faithrag.sections.section, which must be imported before the stage is
+  registered (None: it reads only the shared sections `generation` and `retrieval`).
 - `choices` marks generators that answer by picking one of the question's options;
   `scores_options` those that score the options' tokens after a partial answer, which a backend
   may be unable to do exactly (its `check_answer_scoring(name)` then refuses the stage).
