@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -45,7 +45,7 @@ class _Question(BaseModel):
     passages: list[PassageIn] | None = None
 
 
-def stage_fields(kinds: tuple[registry.StageKind, ...]) -> dict[str, tuple[type, Field]]:
+def stage_fields(kinds: tuple[registry.StageKind, ...]) -> dict[str, tuple[Any, Any]]:
     """A request field per stage kind of `kinds` (its `key`): the name of a registered stage
     of that kind, or null."""
     return {entry.key: (str | None, Field(None, description=(
@@ -57,9 +57,9 @@ def stage_fields(kinds: tuple[registry.StageKind, ...]) -> dict[str, tuple[type,
 AskBody = create_model(
     "AskBody", __base__=_Question, __module__=__name__,
     __doc__="""A question, optionally with its options and its evidence. Left out, the stage
-    fields (one per stage kind: `method`, `rerank`, `verify`, `detect`), `on_conflict` and `k`
-    take the server's defaults; null for an optional stage (`"rerank": null`) switches it off.
-    Without `passages` the server retrieves `k` from its index.""",
+    fields (one per stage kind of faithrag.registry.KINDS: `method`, `rerank`, ...),
+    `on_conflict` and `k` take the server's defaults; null for an optional stage (`"rerank":
+    null`) switches it off. Without `passages` the server retrieves `k` from its index.""",
     **stage_fields(registry.KINDS),
     on_conflict=(str | None, Field(None, json_schema_extra={"enum": [*ON_CONFLICT, None]},
                                    description="What the answer does when a stage reports a "
