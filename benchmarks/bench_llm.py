@@ -74,7 +74,8 @@ from faithrag.eval.datasets import load_dataset
 from faithrag.eval.runner import prepare
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM, Completion, GenerationRequest, TokenBias, user_prompt
-from faithrag.llm.llamacpp import DenseBias, LlamaCppLLM, cpu_reports_amx
+from faithrag.llm.llamacpp import DenseBias, LlamaCppLLM
+from faithrag.llm.llamacpp_runtime import cpu_reports_amx
 from faithrag.llm.models import PRESETS, resolve_model
 from faithrag.types import Trace
 

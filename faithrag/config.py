@@ -1,5 +1,10 @@
 """Typed configuration, loadable from TOML, with CLI overrides. Invalid values fail eagerly with a
-ConfigError that names the key."""
+ConfigError that names the key.
+
+`Config` is assembled the first time it is used: the core sections defined here (llm,
+retrieval, generation, pipeline, conflicts, server), then every section a stage declares in its
+own module (faithrag.sections.section), which the registry's built-in stages bring along. The
+sections' classes are importable from here too (`from faithrag.config import CFRAGConfig`)."""
 
 from __future__ import annotations
 
@@ -7,10 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, create_model, model_validator
 
+from faithrag import registry
 from faithrag.errors import ConfigError
 from faithrag.paths import cache_dir  # noqa: F401  (its old import path)
+from faithrag.sections import Section, registered, seal, section
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,24 +25,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-class _Strict(BaseModel):
-    """Every section: unknown keys refused, assignments validated, and every float finite (NaN
-    and infinities refused, from TOML, `--set` and Python alike)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True,
-                              use_attribute_docstrings=True, allow_inf_nan=False)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        """An invalid assignment is a ConfigError naming the key, as an invalid load is."""
-        try:
-            super().__setattr__(name, value)
-        except ValidationError as exc:
-            raise ConfigError(f"Bad config value for '{name}': {exc.errors()[0]['msg']}",
-                              "`faithrag config` lists every key with its type and default."
-                              ) from exc
-
-
-class LLMConfig(_Strict):
+class LLMConfig(Section):
     """The model and the backend that runs it."""
 
     backend: Literal["llamacpp", "openai", "transformers", "fake"] = "llamacpp"
@@ -80,7 +70,7 @@ class LLMConfig(_Strict):
     apply), to measure what constraint changes"""
 
 
-class RetrievalConfig(_Strict):
+class RetrievalConfig(Section):
     """How passages are chunked and retrieved."""
 
     mode: Literal["bm25", "dense", "hybrid"] = "bm25"
@@ -97,7 +87,7 @@ class RetrievalConfig(_Strict):
     """hybrid: the k of reciprocal rank fusion"""
 
 
-class GenerationConfig(_Strict):
+class GenerationConfig(Section):
     """Reply budgets and sampling of the answer step."""
 
     max_tokens: int = Field(256, ge=1)
@@ -109,86 +99,28 @@ class GenerationConfig(_Strict):
     """0 = greedy decoding; at most 2 (the OpenAI API's range)"""
 
 
-class CFRAGConfig(_Strict):
-    """CF-RAG (faithrag.methods.cfrag): counterfactual queries, dialectical retrieval, spectral
-    evidence division and parallel arbitration. The last three switches are the ablations."""
-
-    n_counterfactuals: int = Field(3, ge=1)
-    """N: counterfactual queries kept (at most)"""
-    k_clusters: int = Field(4, ge=1)
-    """K: spectral clusters (clamped to half the evidence)"""
-    m_subsets: int = Field(3, ge=1)
-    """M: evidence subsets = hypotheses drafted"""
-    subset_size: int = Field(4, ge=1)
-    """evidence per subset (every cluster gets at least one)"""
-    anchor_top: bool = False
-    """every subset keeps the pool's most relevant passage (not the paper)"""
-    lambda_: float = Field(0.4, ge=0.0, le=1.0)
-    """Ψ = (1-λ)·coherence + λ·causal"""
-    sim_threshold: float = Field(0.7, ge=-1.0, le=1.0)
-    """counterfactual kept if cos(q, q') > this"""
-    dedup: float = Field(0.95, ge=-1.0, le=1.0)
-    """evidence dropped if cos to a kept one > this"""
-    min_relevance: float = Field(0.1, ge=-1.0, le=1.0)
-    """best cos over all queries to keep evidence"""
-    max_evidence: int = Field(12, ge=1)
-    """evidence pool cap, by best relevance"""
-    retrieve_k: int | None = Field(None, ge=1)
-    """per query; None: retrieval.k"""
-    scorer: Literal["llm_judge", "bi_encoder"] = "llm_judge"
-    """s(q, e) of the causal score"""
-    use_confidence: bool = False
-    """add w·exp(mean token log-prob of the draft) to Ψ"""
-    use_specificity: bool = False
-    """add w·[cos(h, q) - max cos(h, q')] to Ψ"""
-    confidence_weight: float = Field(0.1, ge=0.0)
-    """w of use_confidence"""
-    specificity_weight: float = Field(0.1, ge=0.0)
-    """w of use_specificity"""
-    counterfactuals: bool = True
-    """ablation switch: off = no counterfactual queries"""
-    evidence_division: bool = True
-    """ablation switch: off = one draft over the whole pool"""
-    causal_scoring: bool = True
-    """ablation switch: off = Ψ is coherence only"""
-    counterfactual_tokens: int = Field(40, ge=8)
-    """per reply: one variant or the answer"""
-    draft_tokens: int = Field(80, ge=8)
-    """a generated rationale and its answer"""
-    rationale: Literal["extracted", "generated"] = "extracted"
-    """extracted: each draft is vanilla's short-answer prompt over its subset, and its
-    rationale the subset's sentence closest to question + answer; generated: the model writes
-    answer and rationale (the paper's form)"""
-    seed: int = 0
-    """subset sampling; combined with a hash of the question"""
-
-
-class PipelineConfig(_Strict):
-    """Which stage runs at each step; names come from faithrag.registry."""
-
-    method: str = "vanilla"
-    """the answer generator"""
-    rerank: str | None = None
-    """the re-ranker; unset: none"""
-    verify: str | None = None
-    """the verifier; unset: none"""
-    detect: str | None = None
-    """the conflict detector: reports the conflicts the evidence holds and changes nothing;
-    unset: none"""
-    on_conflict: Literal["resolve", "surface", "abstain"] = "resolve"
-    """what the answer does when a stage reports a conflict. resolve: the stages' own decision;
-    surface: give each reading with its sources; abstain: say the evidence conflicts and show
-    the sides"""
-
+class _PipelineSection(Section):
     def stages(self) -> list[tuple[str, str]]:
         """(kind, name) of each stage that runs, in pipeline order."""
-        return [(kind, name) for kind, name in (("reranker", self.rerank),
-                                                ("generator", self.method),
-                                                ("verifier", self.verify),
-                                                ("detector", self.detect)) if name is not None]
+        return [(entry.kind, getattr(self, entry.key)) for entry in registry.run_order()
+                if getattr(self, entry.key) is not None]
 
 
-class ConflictsConfig(_Strict):
+# one key per stage kind (faithrag.registry.KINDS), then the conflict policy
+PipelineConfig = create_model(
+    "PipelineConfig", __base__=_PipelineSection, __module__=__name__,
+    __doc__="Which stage runs at each step; names come from faithrag.registry.",
+    **{entry.key: (str, Field(entry.default, description=entry.doc)) if not entry.optional
+       else (str | None, Field(None, description=f"{entry.doc}; unset: none"))
+       for entry in registry.KINDS},
+    on_conflict=(Literal["resolve", "surface", "abstain"], Field(
+        "resolve", description="what the answer does when a stage reports a conflict. "
+        "resolve: the stages' own decision; surface: give each reading with its sources; "
+        "abstain: say the evidence conflicts and show the sides")))
+
+
+@section("conflicts")
+class ConflictsConfig(Section):
     """The conflict detector (pipeline.detect = "conflicts"): when the model's closed-book answer
     counts as knowledge, and, when the passages give two or more different answers, which
     answers are off-subject and whether the rest speak of one subject (log-odds of "Yes",
@@ -207,169 +139,7 @@ class ConflictsConfig(_Strict):
     `ambiguous` reports"""
 
 
-class CSRAGConfig(_Strict):
-    """Conflict-suppressed decoding: logits += alpha*[token in facts] + beta*[token in context]."""
-
-    alpha: float = Field(-1.0, ge=-100.0, le=100.0)
-    """on the model's own (parametric) facts; within ±100, the range of OpenAI's and vLLM's
-    logit_bias"""
-    beta: float = Field(3.0, ge=-100.0, le=100.0)
-    """on the enhanced context; within ±100"""
-    enhance_context: bool = True
-    """append two paraphrases of each passage"""
-    filter_stopwords: bool = True
-    """drop NLTK English stopwords and punctuation from both sets"""
-    case_variants: bool = False
-    """also each word's lower-cased and capitalised spellings"""
-    answer_mode: Literal["json", "choices", "json_scored"] = "json"
-    """choices: score the options, bias applied; json_scored: the JSON reply's Reason unbiased,
-    then the options scored in its Answer slot with the bias"""
-    fact_tokens: int = Field(200, ge=16)
-    """reply budget of the parametric facts"""
-    paraphrase_tokens: int = Field(1024, ge=64)
-    """cap for the two paraphrases of one passage"""
-    probe_choices: bool = False
-    """also record option probabilities with and without the bias"""
-    cache_facts: bool = True
-    """reuse a question's facts (off to time online CSRAG honestly)"""
-    ablation_grid: bool = False
-    """scored answers: also score every ablation cell, same forward pass"""
-
-
-class RerankConfig(_Strict):
-    """Re-ranking stages (pipeline.rerank). `max_rounds` bounds crossval's detect/cross-validate
-    rounds; `window` and `step` are the listwise step's RankGPT sliding window (crossval and
-    listwise; crossval's detection sees the first `window` passages); each passage is cut to
-    `passage_tokens` tokens in these prompts."""
-
-    max_rounds: int = Field(2, ge=0)
-    """crossval: detect / cross-validate rounds at most"""
-    window: int = Field(20, ge=2)
-    """listwise ranking: passages per window (crossval's detection sees the first window)"""
-    step: int = Field(10, ge=1)
-    """listwise ranking: how far the window slides"""
-    passage_tokens: int = Field(400, ge=16)
-    """each passage is cut to this many tokens in ranking prompts"""
-    reason_tokens: int = Field(160, ge=16)
-    """cross-validation reply: reason + verdict"""
-    both_orders: bool = True
-    """crossval: judge the pair as (A, B) and (B, A), remove if both agree"""
-    verdict: Literal["pairwise", "support"] = "pairwise"
-    """crossval's cross-validation: "pairwise" (the paper: one judgement of A vs B with a
-    reason) or "support" (each side's answer, then each other passage's yes/no support for it;
-    vote)"""
-    answer_tokens: int = Field(24, ge=4)
-    """support verdict: the reply budget of a side's answer"""
-    support_margin: float = Field(1.0, ge=0.0)
-    """support verdict: the log-odds lead that makes a vote"""
-    same_subject_check: bool = False
-    """crossval: before a verdict removes anything, ask whether the pair speaks of the same
-    subject (an ambiguous name can mean two entities, each answer valid for one); a pair whose
-    log-odds of "same", averaged over both orders, fall below the threshold is left standing"""
-    same_subject_threshold: float = -0.5
-    """below this log-odds of "same subject" a pair is left standing"""
-    final_order: Literal["listwise", "first_stage"] = "listwise"
-    """crossval's last step: "listwise" (the paper: the model orders what is left by relevance)
-    or "first_stage" (what is left keeps its incoming order; no ranking call), for models whose
-    listwise ranking is worse than the retriever's"""
-
-    @model_validator(mode="after")
-    def _step_within_window(self) -> RerankConfig:
-        if self.step > self.window:
-            raise ValueError(f"step ({self.step}) must not exceed window ({self.window})")
-        return self
-
-
-class PoisonFilterConfig(_Strict):
-    """The KB-free poisoning filter (pipeline.rerank = "poison_filter",
-    faithrag/methods/poison_filter.py): crafted clusters are found in the retrieval embedder's
-    space, altered copies by aligning the passages' words."""
-
-    crafted_clusters: bool = True
-    """remove groups of passages written alike for the question"""
-    cluster_similarity: float = Field(0.8, ge=-1.0, le=1.0)
-    """two passages are alike at this embedding cosine or above"""
-    query_similarity: float = Field(0.55, ge=-1.0, le=1.0)
-    """a crafted cluster's members are at least this close to the question on average"""
-    min_cluster: int = Field(3, ge=2)
-    """passages a crafted cluster holds at least (before the halo joins)"""
-    halo_similarity: float = Field(0.6, ge=-1.0, le=1.0)
-    """a passage this close to a crafted cluster's members on average joins it"""
-    altered_copies: bool = True
-    """remove passages that are one text with a stretch replaced"""
-    copy_coverage: float = Field(0.7, gt=0.0, le=1.0)
-    """two passages are copies when their aligned words cover this share of the shorter"""
-    max_edit_words: int = Field(12, ge=1)
-    """a replaced stretch is at most this many words on each side"""
-    anchor_words: int = Field(5, ge=1)
-    """a replaced stretch lies next to an unchanged run of at least this many words"""
-    max_edits: int = Field(8, ge=1)
-    """copies differing in more places than this are different texts, unless rewritten"""
-    rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
-    """copies differing in many places are one text rewritten when their aligned words cover
-    this share of the longer"""
-
-
-class AntisycoConfig(_Strict):
-    """Anti-sycophancy verification (pipeline.verify = "antisyco"). `kb` is the TRUSTED source:
-    an index directory (`faithrag index`) or a file/folder of documents indexed in memory; it
-    must not be the retriever under verification. FALLBACK needs relevance < relevance_threshold
-    and an UNSUPPORTED draft that the knowledge base did not confirm; REPAIR needs some claim's
-    contradiction >= contradiction_threshold. `judge_tokens` is the reply budget of one
-    label/score judgement or reference answer."""
-
-    kb: str | None = None
-    """the TRUSTED knowledge base: an index directory, lancedb:URI, or a folder of documents"""
-    kb_k: int = Field(2, ge=1)
-    """anti-context passages retrieved per claim"""
-    kb_chunk_tokens: int = Field(256, ge=16)
-    """chunking of a document folder given as kb"""
-    kb_chunk_overlap: int = Field(32, ge=0)
-    """chunk overlap of a document folder given as kb"""
-    relevance_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    """FALLBACK when relevance is below this and the draft is UNSUPPORTED"""
-    contradiction_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    """REPAIR when some claim's contradiction score reaches this (judge mode; in qa mode a claim
-    scores 1 when the answers disagree, 0 when they agree)"""
-    contradiction: Literal["qa", "judge"] = "qa"
-    """how a claim's contradiction is scored: "qa" (answer from the trusted passages, compare)
-    or "judge" (the LLM states a verdict and a 0-1 score); see faithrag/methods/antisyco.py"""
-    max_claims: int = Field(1, ge=1)
-    """claims extracted from the draft; a short answer is one fact, raise it for long-form
-    answers"""
-    judge_tokens: int = Field(24, ge=8)
-    """reply budget of one label or score judgement, or a reference answer"""
-    claim_tokens: int = Field(96, ge=16)
-    """reply budget of the claim list"""
-    extract_claims: Literal["long_drafts", "always"] = "long_drafts"
-    """"long_drafts": a short draft (at most short_draft_words words, one sentence at most) is
-    itself the one claim, with no claim-extraction call; "always": the LLM restates every
-    draft as claims"""
-    short_draft_words: int = Field(8, ge=1)
-    """the most words of a draft checked as one claim without extraction"""
-    reuse_draft_reading: bool = True
-    """the reflection requests begin as the plain draft prompt does (its system message, the
-    passages, the question) and keep it between calls as the draft does, so the embedded model
-    restores the draft's reading of the passages instead of reading them again; false: the
-    reflection's own auditing prompt, read in full"""
-    judgements: Literal["needed", "all"] = "needed"
-    """"needed": falsification first, and only the judgements the decision needs (no reflection
-    after a contradicted claim or a draft the knowledge base confirmed; the draft's support
-    only when relevance is below relevance_threshold); "all": every judgement, the reflection
-    first"""
-    repair: Literal["reference", "reanswer"] = "reference"
-    """"reference": a REPAIR answers with what the contradicting trusted passages gave in
-    falsification (qa mode, when the contradicted claims' reference answers agree; for
-    multiple choice when it names an option), with no further call; otherwise, and always with
-    "reanswer", the answer is asked for again from those passages"""
-    fallback_when_confirmed: bool = False
-    """false: a draft whose every claim the trusted knowledge base confirmed is never replaced
-    by FALLBACK (and, with judgements = "needed", no reflection is asked for it); true: the
-    paper's rule, FALLBACK on low relevance and an UNSUPPORTED draft whatever the knowledge
-    base said"""
-
-
-class ServerConfig(_Strict):
+class ServerConfig(Section):
     """Limits of `faithrag serve`, all enforced before any model work (its flags of the same
     names override them; docs/server.md), and what its chat completions add to a reply."""
 
@@ -410,27 +180,13 @@ def set_dotted(data: dict[str, Any], overrides: dict[str, Any]) -> None:
         node[leaf] = value
 
 
-class Config(_Strict):
-    llm: LLMConfig = LLMConfig()
-    retrieval: RetrievalConfig = RetrievalConfig()
-    generation: GenerationConfig = GenerationConfig()
-    pipeline: PipelineConfig = PipelineConfig()
-    cfrag: CFRAGConfig = CFRAGConfig()
-    rerank: RerankConfig = RerankConfig()
-    poison_filter: PoisonFilterConfig = PoisonFilterConfig()
-    csrag: CSRAGConfig = CSRAGConfig()
-    antisyco: AntisycoConfig = AntisycoConfig()
-    conflicts: ConflictsConfig = ConflictsConfig()
-    server: ServerConfig = ServerConfig()
-    use_cache: bool = True
-    """cache paraphrases, facts and embeddings under FAITHRAG_CACHE (results do not change)"""
+class _Config(Section):
+    """The whole configuration: the core sections and every registered one (`Config`)."""
 
     @model_validator(mode="after")
-    def _stages_registered(self) -> Config:
+    def _stages_registered(self) -> _Config:
         """Every stage named in `pipeline` is registered, and an `on_conflict` policy that acts
         on conflicts has a stage that reports them."""
-        from faithrag import registry
-
         for kind, name in self.pipeline.stages():
             registry.stage(kind, name)
         registry.check_conflict_policy(self.pipeline.on_conflict,
@@ -438,7 +194,7 @@ class Config(_Strict):
         return self
 
     @classmethod
-    def load(cls, path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    def load(cls, path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> _Config:
         """Read TOML (if given), then apply dotted overrides like {"llm.model": "tiny"}."""
         data: dict[str, Any] = {}
         if path is not None:
@@ -456,7 +212,7 @@ class Config(_Strict):
         return cls.validated(data)
 
     @classmethod
-    def validated(cls, data: dict[str, Any]) -> Config:
+    def validated(cls, data: dict[str, Any]) -> _Config:
         """`data` validated, with the first problem raised as a ConfigError naming its key."""
         try:
             return cls.model_validate(data)
@@ -466,3 +222,50 @@ class Config(_Strict):
             raise ConfigError(f"Bad config value for '{where}': {first['msg']}",
                               "`faithrag config` lists every key with its type and default."
                               ) from exc
+
+
+# the sections defined here that are not a stage's (Config's fields besides the registered ones)
+CORE_SECTIONS = ("llm", "retrieval", "generation", "pipeline", "server")
+
+
+def _assemble() -> type[_Config]:
+    """`Config`: the core sections, the registered sections (sorted by name; the built-in
+    stages, and with them their sections, are loaded first), the server's, and `use_cache`."""
+    registry.load_builtins()
+    stage_sections = seal()
+    core = {"llm": LLMConfig, "retrieval": RetrievalConfig, "generation": GenerationConfig,
+            "pipeline": PipelineConfig}
+    clash = sorted(set(stage_sections) & {*CORE_SECTIONS, "use_cache"})
+    if clash:
+        raise ValueError(f"configuration section {clash[0]!r} is a core section")
+    fields: dict[str, Any] = {name: (cls, cls()) for name, cls in
+                              {**core, **stage_sections, "server": ServerConfig}.items()}
+    fields["use_cache"] = (bool, Field(True, description=(
+        "cache paraphrases, facts and embeddings under FAITHRAG_CACHE (results do not "
+        "change)")))
+    return create_model("Config", __base__=_Config, __module__=__name__,
+                        __doc__=_Config.__doc__, **fields)
+
+
+_assembling = False
+
+
+def __getattr__(name: str) -> Any:
+    """`Config`, assembled on first use; a registered section's class by its name."""
+    global _assembling
+    if name == "Config":
+        if _assembling:
+            raise ImportError("faithrag.config.Config was used while the stages that configure "
+                              "it were loading; a module a stage imports must import Config "
+                              "under TYPE_CHECKING (or inside a function)")
+        _assembling = True
+        try:
+            globals()["Config"] = config = _assemble()
+        finally:
+            _assembling = False
+        return config
+    if not name.startswith("_"):
+        for cls in registered().values():
+            if cls.__name__ == name:
+                return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

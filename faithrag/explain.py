@@ -74,6 +74,12 @@ def render_explanation(result: Result) -> str:
         score = f" score={p.score:.3f}" if p.score is not None else ""
         lines.append(f"  [{i}] {p.id} ({p.source or 'unknown source'}){score}")
         lines.append(textwrap.indent(textwrap.fill(_short(p.text, 400), 96), "      "))
+    view = result.evidence
+    if view is not None and (view.dropped or view.cut):
+        lines.append(f"  the generator saw {len(view.seen)} of them"
+                     + (f"; left out: {', '.join(view.dropped)}" if view.dropped else "")
+                     + (f"; cut to fit: {', '.join(view.cut)}" if view.cut else "")
+                     + f" ({view.reason})")
     for r in result.removed:
         lines.append(f"  removed {r.passage.id}: {r.reason}")
     lines.append("")

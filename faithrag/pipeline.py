@@ -1,7 +1,8 @@
 """retrieve -> rerank -> generate -> verify -> detect, and `Pipeline.from_config`, the one way to
 build it.
 
-Every stage but generation is optional; stages plug in through the protocols in
+The steps after retrieval are the stage kinds of faithrag.registry.KINDS, run in their order by
+one loop; every kind but the generator is optional. Stages plug in through the protocols in
 faithrag.methods.base and are found by name in faithrag.registry.
 
 Example:
@@ -31,16 +32,24 @@ from faithrag.methods.base import (
     Retriever,
     Verifier,
 )
+from faithrag.methods.common import evidence_view
 from faithrag.methods.conflicts import POLICIES, apply_on_conflict
-from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictCheck, Passage, Question, Trace
+from faithrag.types import (
+    POLICY_KINDS,
+    Answer,
+    Conflict,
+    ConflictCheck,
+    EvidenceView,
+    Passage,
+    Question,
+    Trace,
+)
 
-# Keyword settings of `Pipeline.from_config` that name a configuration key directly; any other
-# keyword is `section__key` (e.g. csrag__alpha=-3 sets csrag.alpha).
+# Keyword settings of `Pipeline.from_config` that name a configuration key directly (one per
+# stage kind, and these); any other keyword is `section__key` (e.g. csrag__alpha=-3 sets
+# csrag.alpha).
 SETTING_ALIASES = {
-    "method": "pipeline.method",
-    "rerank": "pipeline.rerank",
-    "verify": "pipeline.verify",
-    "detect": "pipeline.detect",
+    **{entry.key: entry.config_key for entry in registry.KINDS},
     "on_conflict": "pipeline.on_conflict",
     "model": "llm.model",
     "backend": "llm.backend",
@@ -52,14 +61,17 @@ SETTING_ALIASES = {
 
 @dataclass
 class Result:
-    """What a pipeline run returns. `passages` are exactly the evidence the generator saw, in
-    order; `removed` the passages a re-ranker took out, each with its reason."""
+    """What a pipeline run returns. `passages` are the evidence handed to the generator, in
+    order, and `evidence` what the generator saw of them (the passages its prompts held, those
+    cut to fit and those left out, and why; None when no generator ran); `removed` the passages
+    a re-ranker took out, each with its reason."""
 
     question: Question
     answer: Answer
     passages: list[Passage]
     removed: list[RemovedPassage] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
+    evidence: EvidenceView | None = None
 
     @property
     def conflicts(self) -> list[Conflict]:
@@ -73,6 +85,10 @@ class Result:
         return self.trace.checks
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data, the body of the server's `/v1/ask`: `passages` are
+        the ones the generator saw (`evidence.seen`, as handed when no generator ran) and
+        `evidence` says how many were dropped or cut, and why."""
+        seen = self.passages if self.evidence is None else self.evidence.seen
         return {
             "question": self.question.text,
             "choices": self.question.choices,
@@ -81,9 +97,10 @@ class Result:
             "parse_status": self.answer.parse_status,
             "reason": self.answer.reason,
             "passages": [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
-                          "text": p.text} for p in self.passages],
+                          "text": p.text} for p in seen],
             "removed": [{"id": r.passage.id, "reason": r.reason, "text": r.passage.text}
                         for r in self.removed],
+            "evidence": None if self.evidence is None else self.evidence.summary(),
             "conflicts": [asdict(c) for c in self.conflicts],
             # what the on_conflict policy did (None when it left the answer to the stages)
             "on_conflict": ({key: self.answer.meta[key] for key in
@@ -118,17 +135,25 @@ class Pipeline:
     since the context is trusted over the model's memory).
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
-    stages built by hand)."""
+    stages built by hand), one per kind by the kind's name (`generator=`, `reranker=`, ...;
+    registry.KINDS), and `stages` holds them by kind; `pipeline.reranker` etc. is the stage of
+    that kind, None when the pipeline has none."""
 
     def __init__(self, generator: Generator, retriever: Retriever | None = None,
                  reranker: Reranker | None = None, verifier: Verifier | None = None, k: int = 5,
-                 detector: Detector | None = None, on_conflict: str = "resolve"):
+                 detector: Detector | None = None, on_conflict: str = "resolve",
+                 **stages: Any):
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}", "Set retrieval.k to a positive number.")
-        for kind, stage in (("generator", generator), ("reranker", reranker),
-                            ("verifier", verifier), ("detector", detector)):
-            if stage is not None or kind == "generator":
-                require_stage(kind, stage)  # type: ignore[arg-type]
+        given = {"generator": generator, "reranker": reranker, "verifier": verifier,
+                 "detector": detector, **stages}
+        unknown = sorted(set(given) - set(_KIND_NAMES))
+        if unknown:
+            raise ConfigError(f"Pipeline() got an unknown stage kind {unknown[0]!r}.",
+                              f"Stage kinds: {', '.join(_KIND_NAMES)} (faithrag.registry.KINDS).")
+        self.stages: dict[str, Any] = {
+            entry.kind: require_stage(entry.kind, given.get(entry.kind))
+            for entry in registry.KINDS if given.get(entry.kind) is not None or not entry.optional}
         if retriever is not None:
             require_retriever(retriever)
         if on_conflict not in POLICIES:
@@ -136,12 +161,14 @@ class Pipeline:
                               f"Choose one of: {', '.join(POLICIES)} (--on-conflict, or "
                               "pipeline.on_conflict in a config).")
         self.on_conflict = on_conflict
-        self.generator = generator
         self.retriever = retriever
-        self.reranker = reranker
-        self.verifier = verifier
-        self.detector = detector
         self.k = k
+
+    def __getattr__(self, name: str) -> Any:
+        """The stage of kind `name` (`pipeline.reranker`), None when the pipeline has none."""
+        if name in _KIND_NAMES and "stages" in self.__dict__:
+            return self.stages.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def from_config(cls, config: Config | str | Path | None = None, *, llm: LLM | None = None,
@@ -194,19 +221,14 @@ class Pipeline:
             require_retriever(retriever)
         p = config.pipeline
         registry.check_conflict_policy(p.on_conflict, p.stages())  # type: ignore[arg-type]
-        stage = registry.stage
         check_scoring = getattr(llm, "check_answer_scoring", None)
-        if check_scoring is not None and stage("generator", p.method).scores_options:
+        if check_scoring is not None and registry.stage("generator", p.method).scores_options:
             check_scoring(p.method)  # a backend that cannot score exactly refuses here
-        return cls(
-            generator=stage("generator", p.method).build(llm, config, retriever),
-            retriever=retriever,
-            reranker=stage("reranker", p.rerank).build(llm, config, retriever) if p.rerank else None,
-            verifier=stage("verifier", p.verify).build(llm, config, retriever) if p.verify else None,
-            k=config.retrieval.k,
-            detector=stage("detector", p.detect).build(llm, config, retriever) if p.detect else None,
-            on_conflict=p.on_conflict,
-        )
+        named = dict(p.stages())
+        stages = {entry.kind: registry.stage(entry.kind, named[entry.kind]).build(
+            llm, config, retriever) for entry in registry.KINDS if entry.kind in named}
+        return cls(retriever=retriever, k=config.retrieval.k, on_conflict=p.on_conflict,
+                   **stages)
 
     def run(self, question: Question | str, passages: Sequence[Passage] | None = None,
             trace: Trace | None = None, *, choices: Sequence[str] | None = None) -> Result:
@@ -226,17 +248,25 @@ class Pipeline:
                 step.outputs = {"passages": [(p.id, p.score) for p in passages]}
         passages = list(passages or [])
         removed: list[RemovedPassage] = []
-        if self.reranker is not None:
-            reranked = self.reranker.rerank(question, passages, trace)
-            passages, removed = reranked.passages, reranked.removed
-        answer = self.generator.generate(question, passages, trace)
-        if self.verifier is not None:
-            answer = self.verifier.verify(question, passages, answer, trace)
-        if self.detector is not None:
-            self.detector.detect(question, passages, answer, trace)
+        answer: Answer | None = None
+        evidence: EvidenceView | None = None
+        for entry in registry.run_order():
+            stage = self.stages.get(entry.kind)
+            if stage is None:
+                continue
+            call, first_step = getattr(stage, entry.call), len(trace.steps)
+            out = (call(question, passages, answer, trace) if entry.reads_answer
+                   else call(question, passages, trace))
+            if entry.kind == "generator":  # what it saw, from the steps it added
+                evidence = evidence_view(passages, trace.steps[first_step:])
+            if entry.slot == "passages":
+                passages, removed = out.passages, [*removed, *out.removed]
+            elif entry.slot == "answer":
+                answer = out
+        assert answer is not None  # the generator always runs
         if self.on_conflict != "resolve":
             answer = self._apply_policy(question, answer, trace)
-        return Result(question, answer, passages, removed, trace)
+        return Result(question, answer, passages, removed, trace, evidence)
 
     def _apply_policy(self, question: Question, answer: Answer, trace: Trace) -> Answer:
         """The answer under `on_conflict`, recorded as a `policy/on_conflict` step."""
@@ -314,17 +344,15 @@ def make_question(question: Question | str, choices: Sequence[str] | None = None
     return question
 
 
-# the call each kind of stage is made through (faithrag.methods.base), and the keyword of
-# `Pipeline.from_config` that builds one by name
-STAGE_CALLS = {"generator": ("generate", "method"), "reranker": ("rerank", "rerank"),
-               "verifier": ("verify", "verify"), "detector": ("detect", "detect")}
+_KIND_NAMES = tuple(entry.kind for entry in registry.KINDS)
 
 
 def require_stage(kind: registry.Kind, value: Any) -> Any:
     """`value`, when it is a built stage of `kind` (it has that kind's call); else ConfigError
     naming the argument, whose hint for a stage's name given in its place is the keyword of
     `Pipeline.from_config` that builds it."""
-    call, keyword = STAGE_CALLS[kind]
+    entry = registry.stage_kind(kind)
+    call, keyword = entry.call, entry.key
     if callable(getattr(value, call, None)):
         return value
     if isinstance(value, str):

@@ -1,6 +1,11 @@
-"""The one place where every pipeline stage declares itself.
+"""The one place where the pipeline's stage kinds are declared (KINDS) and every stage declares
+itself.
 
-A stage module registers a factory under a kind and a name; everything that lists or checks
+KINDS is the table of stage kinds (StageKind: name, configuration key and CLI flag, label,
+protocol method, what its call's result becomes, run order); the pipeline's loop, the
+configuration's `[pipeline]` keys, the CLI flags, the server's request fields and
+`/v1/methods`, and the evaluation manifest and report labels are derived from it
+(docs/contributing.md adds a kind). A stage module registers a factory under a kind and a name; everything that lists or checks
 stage names (configuration validation, the CLI's help, the server's `/v1/methods`, the
 evaluation harness's choice handling, reports) asks this registry instead of keeping its own
 list. Adding a stage is writing its module: the built-in ones under `faithrag.methods` are
@@ -11,8 +16,9 @@ Contract:
 - `register(kind, name, ...)` decorates a factory `(llm, config, retriever) -> stage`; a name is
   registered once per kind (a second registration raises ValueError).
 - `stage(kind, name)` returns the StageSpec, or raises ConfigError naming the known names.
-- `section` names the Config section that configures the stage (None: it reads only the
-  shared sections `generation` and `retrieval`).
+- `section` names the Config section that configures the stage: a core one, or one that a
+  module declares with faithrag.sections.section, which must be imported before the stage is
+  registered (None: it reads only the shared sections `generation` and `retrieval`).
 - `choices` marks generators that answer by picking one of the question's options;
   `scores_options` those that score the options' tokens after a partial answer, which a backend
   may be unable to do exactly (its `check_answer_scoring(name)` then refuses the stage).
@@ -45,17 +51,88 @@ if TYPE_CHECKING:
     from faithrag.llm.base import LLM
     from faithrag.retrieval.retriever import Retriever
 
-Kind = Literal["generator", "reranker", "verifier", "detector"]
-KINDS: tuple[Kind, ...] = ("generator", "reranker", "verifier", "detector")
+Kind = str  # a StageKind.kind: "generator", "reranker", "verifier", "detector"
 Factory = Callable[["LLM", "Config", "Retriever | None"], Any]
+Slot = Literal["passages", "answer", "conflicts"]
 
-# How each kind is named to users, and the configuration key / CLI flag that selects it.
-LABELS = {"generator": "method", "reranker": "re-ranker", "verifier": "verifier",
-          "detector": "conflict detector"}
-CONFIG_KEYS = {"generator": "pipeline.method", "reranker": "pipeline.rerank",
-               "verifier": "pipeline.verify", "detector": "pipeline.detect"}
-FLAGS = {"generator": "--method", "reranker": "--rerank", "verifier": "--verify",
-         "detector": "--detect"}
+
+@dataclass(frozen=True)
+class StageKind:
+    """One kind of pipeline stage, declared once in KINDS; the pipeline's loop, the
+    configuration's `[pipeline]` keys, the CLI's flags, the server's request fields and
+    `/v1/methods`, and the evaluation manifest and report labels are all derived from it.
+
+    - `kind`: the registry's name for it (`register(kind, ...)`), and the `Pipeline`
+      constructor's argument that takes a built one; `label` how users are told of it
+      ("Unknown re-ranker 'x'").
+    - `key`: the `[pipeline]` configuration key, the keyword of `Pipeline.from_config`, the
+      server's request field and the evaluation manifest's key; `flag` (`--KEY`) the CLI's.
+    - `call`: the method of the stage protocol (faithrag.methods.base) the pipeline calls,
+      with `(question, passages, trace)`, or with `(question, passages, answer, trace)` when
+      `reads_answer`.
+    - `slot`: what its call's return value becomes: "passages" (a RerankResult: the passages
+      kept, in order, and the removed ones), "answer" (the answer from then on) or "conflicts"
+      (the conflicts it reports, already on the trace; nothing else changes).
+    - `order`: its place in a run (sorted ascending; retrieval comes first).
+    - `listing`: its field of `/v1/methods`; `doc` the configuration key's meaning and `cli`
+      the flag's help, each followed by what the flag lists or leaving it unset means.
+    - `default`: the stage run when the configuration names none; a kind with a default
+      always runs one (the generator), the others are off unless named."""
+
+    kind: str
+    key: str
+    label: str
+    call: str
+    slot: Slot
+    order: int
+    listing: str
+    doc: str
+    cli: str
+    reads_answer: bool = False
+    default: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.key.replace('_', '-')}"
+
+    @property
+    def config_key(self) -> str:
+        return f"pipeline.{self.key}"
+
+    @property
+    def optional(self) -> bool:
+        return self.default is None
+
+
+# The stage kinds, in the order they are listed to users (flags, configuration keys,
+# /v1/methods); `order` is the order they run in.
+KINDS: tuple[StageKind, ...] = (
+    StageKind("generator", "method", "method", "generate", "answer", 20, "methods",
+              doc="the answer generator", cli="answer method",
+              default="vanilla"),
+    StageKind("reranker", "rerank", "re-ranker", "rerank", "passages", 10, "rerankers",
+              doc="the re-ranker", cli="re-ranking stage"),
+    StageKind("verifier", "verify", "verifier", "verify", "answer", 30, "verifiers",
+              doc="the verifier", cli="verification stage",
+              reads_answer=True),
+    StageKind("detector", "detect", "conflict detector", "detect", "conflicts", 40, "detectors",
+              doc="the conflict detector: reports the conflicts the evidence holds and changes "
+                  "nothing", cli="conflict detector, reports and changes nothing",
+              reads_answer=True),
+)
+
+
+def stage_kind(name: str) -> StageKind:
+    """The StageKind named `name` (its `kind`); ValueError naming the known ones if none."""
+    for entry in KINDS:
+        if entry.kind == name:
+            return entry
+    raise ValueError(f"unknown stage kind {name!r}; one of {', '.join(k.kind for k in KINDS)}")
+
+
+def run_order() -> list[StageKind]:
+    """KINDS in the order a pipeline runs them."""
+    return sorted(KINDS, key=lambda entry: entry.order)
 
 
 @dataclass(frozen=True)
@@ -84,7 +161,7 @@ class StageSpec:
         return self.factory(require_llm(llm), config, retriever)
 
 
-_STAGES: dict[str, dict[str, StageSpec]] = {kind: {} for kind in KINDS}
+_STAGES: dict[str, dict[str, StageSpec]] = {entry.kind: {} for entry in KINDS}
 _builtins_loaded = False
 
 
@@ -93,19 +170,18 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
              scores_options: bool = False, reports_conflicts: tuple[str, ...] = ()
              ) -> Callable[[Factory], Factory]:
     """Register the decorated factory as stage `name` of `kind`; returns it unchanged."""
-    from faithrag.config import Config
+    from faithrag import config, sections  # the core sections, and the registered ones
 
-    if kind not in _STAGES:
-        raise ValueError(f"unknown stage kind {kind!r}; one of {', '.join(KINDS)}")
+    label = stage_kind(kind).label  # ValueError for an unknown kind
     unknown = set(reports_conflicts) - set(CONFLICT_KINDS)
     if unknown:
-        raise ValueError(f"{LABELS[kind]} {name!r}: unknown conflict kinds {sorted(unknown)}")
-    if section is not None and section not in Config.model_fields:
-        raise ValueError(f"{LABELS[kind]} {name!r}: no configuration section {section!r}")
+        raise ValueError(f"{label} {name!r}: unknown conflict kinds {sorted(unknown)}")
+    if section is not None and section not in (*config.CORE_SECTIONS, *sections.registered()):
+        raise ValueError(f"{label} {name!r}: no configuration section {section!r}")
 
     def decorate(factory: Factory) -> Factory:
         if name in _STAGES[kind]:
-            raise ValueError(f"{LABELS[kind]} {name!r} is registered twice")
+            raise ValueError(f"{label} {name!r} is registered twice")
         _STAGES[kind][name] = StageSpec(kind, name, factory, section, choices, description,
                                         requires, scores_options, reports_conflicts)
         return factory
@@ -117,7 +193,9 @@ def unregister(kind: Kind, name: str) -> None:
     _STAGES[kind].pop(name, None)
 
 
-def _load_builtins() -> None:
+def load_builtins() -> None:
+    """Import the built-in stages (faithrag.methods), once; each registers itself and declares
+    its configuration section."""
     global _builtins_loaded
     if not _builtins_loaded:
         _builtins_loaded = True
@@ -126,7 +204,7 @@ def _load_builtins() -> None:
 
 def stages(kind: Kind) -> list[StageSpec]:
     """Every registered stage of `kind`, sorted by name."""
-    _load_builtins()
+    load_builtins()
     return [_STAGES[kind][n] for n in sorted(_STAGES[kind])]
 
 
@@ -136,12 +214,13 @@ def names(kind: Kind) -> list[str]:
 
 def stage(kind: Kind, name: str) -> StageSpec:
     """The stage `name` of `kind`; ConfigError naming the registered ones if there is none."""
-    _load_builtins()
+    load_builtins()
     spec = _STAGES[kind].get(name)
     if spec is None:
-        raise ConfigError(f"Unknown {LABELS[kind]} '{name}'.",
+        entry = stage_kind(kind)
+        raise ConfigError(f"Unknown {entry.label} '{name}'.",
                           f"Choose one of: {', '.join(names(kind))} "
-                          f"({FLAGS[kind]}, or {CONFIG_KEYS[kind]} in a config).")
+                          f"({entry.flag}, or {entry.config_key} in a config).")
     return spec
 
 
@@ -164,7 +243,7 @@ def check_conflict_policy(on_conflict: str, named: list[tuple[Kind, str]]) -> No
 
     if on_conflict == "resolve" or any(acted_on(stage(kind, name)) for kind, name in named):
         return
-    others = [f"{FLAGS[spec.kind]} {spec.name}" for kind in KINDS for spec in stages(kind)
+    others = [f"{entry.flag} {spec.name}" for entry in KINDS for spec in stages(entry.kind)
               if acted_on(spec) and (spec.kind, spec.name) != ("detector", "conflicts")]
     raise ConfigError(f"on_conflict={on_conflict} needs a stage that reports conflicts between "
                       "sources, and this pipeline has none.",

@@ -119,8 +119,9 @@ class Step:
     llm_calls: list[LLMCallRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    # the passages the step's prompt held, when it framed any: {"seen": [ids in order],
-    # "cut": {id: the text kept of a passage cut to fit}}
+    # the passages the step's prompts held, when they framed any (faithrag.methods.common.fit):
+    # {"seen": [ids in order], "cut": {id: the text kept of a passage cut to fit}, "reason":
+    # why a passage it was handed may be missing or cut}
     evidence: dict[str, Any] = field(default_factory=dict)
     # the conflicts this step met, and the checks it made (including those that found none)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -142,6 +143,25 @@ class Step:
     @property
     def llm_seconds(self) -> float:
         return sum(c.seconds for c in self.llm_calls)
+
+
+@dataclass
+class EvidenceView:
+    """What the generator saw of the `given` passages it was handed: `seen` are the ones its
+    prompts held, in the given order, a passage cut to fit with the text that was kept (its id
+    in `cut`); `dropped` the ids of the others; `reason` why some were dropped or cut ("" when
+    none was)."""
+
+    given: int
+    seen: list[Passage]
+    cut: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """{"given", "seen", "dropped": counts, "cut": ids, "reason"}."""
+        return {"given": self.given, "seen": len(self.seen), "dropped": len(self.dropped),
+                "cut": list(self.cut), "reason": self.reason}
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The package's layering, read from its source with `ast`: no import cycle among module-level
 imports, and no stage (a module under faithrag.methods that calls `register(...)`) importing
-another stage; shared prompts and answer helpers live in shared modules."""
+another stage; shared prompts and answer helpers live in shared modules; and no module over
+600 lines."""
 
 from __future__ import annotations
 
@@ -154,3 +155,14 @@ def test_old_import_paths_still_work():
     from faithrag.paths import cache_dir as moved
 
     assert __version__ and cache_dir is moved
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    """A module that grows past this is split by concern (its public names kept where they
+    were)."""
+    long = {str(path.relative_to(PACKAGE.parent)): n for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}

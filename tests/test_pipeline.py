@@ -45,6 +45,37 @@ def test_stages_run_in_order_and_are_traced():
     assert result.to_dict()["removed"][0]["reason"] == "last"
 
 
+def test_one_loop_runs_the_kinds_in_their_order_and_each_stage_is_found_by_its_kind():
+    from faithrag import registry
+
+    assert [entry.kind for entry in registry.run_order()] == [
+        "reranker", "generator", "verifier", "detector"]
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="yes")), reranker=DropLast(), verifier=Shout())
+    assert pipeline.stages == {"generator": pipeline.generator, "reranker": pipeline.reranker,
+                               "verifier": pipeline.verifier}
+    assert pipeline.detector is None
+    with pytest.raises(AttributeError):
+        pipeline.resolver  # noqa: B018 (not a stage kind)
+    with pytest.raises(ConfigError, match="unknown stage kind 'resolver'"):
+        Pipeline(VanillaRAG(FakeLLM()), resolver=Shout())
+
+
+def test_the_result_says_what_the_generator_saw_cut_and_dropped():
+    passages = [Passage(f"p{i}", f"word {i} " * 60) for i in range(20)]
+    result = Pipeline(VanillaRAG(FakeLLM(default="a", context_window=512))).run(
+        "q?", passages=passages)
+    view = result.evidence
+    assert 0 < len(view.seen) < 20 and view.given == 20 and len(result.passages) == 20
+    assert [p.id for p in view.seen] == [f"p{i}" for i in range(len(view.seen))]
+    assert view.cut == [view.seen[-1].id] and passages[len(view.seen) - 1].text.startswith(
+        view.seen[-1].text)
+    assert view.dropped == [f"p{i}" for i in range(len(view.seen), 20)]
+    assert view.reason.startswith("the model's context window (512 tokens")
+    out = result.to_dict()
+    assert [p["id"] for p in out["passages"]] == [p.id for p in view.seen]
+    assert out["evidence"] == view.summary()
+
+
 def test_given_passages_skip_retrieval():
     result = Pipeline(VanillaRAG(FakeLLM(default="a")), ListRetriever([])).run(
         "q?", passages=[Passage("given", "t")])

@@ -100,8 +100,8 @@ def test_a_backend_that_cannot_score_options_refuses_those_stages_when_built():
 
 
 def test_the_stages_that_report_conflicts_say_which_kinds():
-    reporting = {(s.kind, s.name): s.reports_conflicts for kind in registry.KINDS
-                 for s in registry.stages(kind) if s.reports_conflicts}
+    reporting = {(s.kind, s.name): s.reports_conflicts for entry in registry.KINDS
+                 for s in registry.stages(entry.kind) if s.reports_conflicts}
     assert reporting[("detector", "conflicts")] == (
         "context_vs_memory", "passage_vs_passage", "ambiguous", "low_relevance")
     assert {("reranker", "crossval"), ("verifier", "antisyco"), ("generator", "cfrag"),
@@ -135,3 +135,18 @@ def test_building_a_stage_around_a_name_instead_of_a_model_is_refused():
     with pytest.raises(ConfigError, match="not the name 'tiny'") as info:
         registry.build("generator", "vanilla", "tiny", config)
     assert "model='tiny'" in info.value.hint
+
+
+def test_the_kinds_table_gives_each_kind_its_key_flag_and_call():
+    entries = {entry.kind: entry for entry in registry.KINDS}
+    assert [(e.key, e.flag, e.config_key, e.call, e.listing) for e in entries.values()] == [
+        ("method", "--method", "pipeline.method", "generate", "methods"),
+        ("rerank", "--rerank", "pipeline.rerank", "rerank", "rerankers"),
+        ("verify", "--verify", "pipeline.verify", "verify", "verifiers"),
+        ("detect", "--detect", "pipeline.detect", "detect", "detectors")]
+    assert [e.kind for e in registry.KINDS if not e.optional] == ["generator"]
+    assert registry.stage_kind("detector").slot == "conflicts"
+    with pytest.raises(ValueError, match="unknown stage kind 'resolver'"):
+        registry.stage_kind("resolver")
+    assert list(Config().pipeline.model_dump()) == [*(e.key for e in registry.KINDS),
+                                                    "on_conflict"]

@@ -32,12 +32,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def add_method_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("method")
-    g.add_argument("--method", help=f"answer method: {', '.join(registry.names('generator'))} "
-                   "(default: vanilla)")
-    g.add_argument("--rerank", help=f"re-ranking stage: {', '.join(registry.names('reranker'))}")
-    g.add_argument("--verify", help=f"verification stage: {', '.join(registry.names('verifier'))}")
-    g.add_argument("--detect", help="conflict detector, reports and changes nothing: "
-                   f"{', '.join(registry.names('detector'))}")
+    for entry in registry.KINDS:  # one flag per stage kind, listing its registered stages
+        g.add_argument(entry.flag, dest=entry.key, help=f"{entry.cli}: "
+                       f"{', '.join(registry.names(entry.kind))}"
+                       + (f" (default: {entry.default})" if entry.default else ""))
     g.add_argument("--on-conflict", choices=["resolve", "surface", "abstain"],
                    help="when a stage reports conflicting sources: resolve (the stages decide, "
                    "default), surface (give each reading with its sources), abstain (say the "
@@ -77,10 +75,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         "llm.tokenizer": getattr(args, "tokenizer", None),
         "llm.n_ctx": getattr(args, "n_ctx", None),
         "llm.n_threads": getattr(args, "threads", None),
-        "pipeline.method": getattr(args, "method", None),
-        "pipeline.rerank": getattr(args, "rerank", None),
-        "pipeline.verify": getattr(args, "verify", None),
-        "pipeline.detect": getattr(args, "detect", None),
+        **{entry.config_key: getattr(args, entry.key, None) for entry in registry.KINDS},
         "pipeline.on_conflict": getattr(args, "on_conflict", None),
         "antisyco.kb": getattr(args, "kb", None),
         "retrieval.k": getattr(args, "k", None),

@@ -82,7 +82,7 @@ def spec_from_args(args: argparse.Namespace, method: str) -> EvalSpec:
     if not args.dataset and not args.file:
         raise ConfigError("No evaluation data given.", "Give --dataset NAME or --file PATH.")
     return EvalSpec(
-        dataset=args.dataset or "", method=method, rerank=args.rerank, verify=args.verify,
+        dataset=args.dataset or "", method=method, rerank=args.rerank,
         limit=args.limit, offset=args.offset, seed=args.seed, context_mode=args.context,
         metric=args.metric, split=args.split, data_dir=args.data_dir, file=args.file,
         on_error="raise" if args.strict else "skip",

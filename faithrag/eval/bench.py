@@ -47,7 +47,7 @@ def measure_rates(llm: LLM, repeats: int = 3, prompt_words: int = 400, gen_token
 
 
 def breakdown(records: Iterable[dict[str, Any]], rates: Rates) -> dict[str, Any]:
-    """Figures over result records (faithrag/eval/report.py schema) that carry a trace."""
+    """Figures over result records (faithrag/eval/runs.py schema) that carry a trace."""
     records = [r for r in records if r.get("trace")]
     stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for record in records:

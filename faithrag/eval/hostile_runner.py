@@ -94,8 +94,7 @@ def run_hostile(setting: HostileSetting, retrieval: Literal["clean", "hostile"],
              "poison_count": poison_count if hostile else None,
              "poison_positions": list(positions) if hostile and positions else None,
              "attack": setting.notes.get("attack", "standard") if hostile else None}
-    spec = EvalSpec(dataset=setting.dataset.name, method=config.pipeline.method,
-                    rerank=config.pipeline.rerank, verify=config.pipeline.verify, limit=limit,
+    spec = EvalSpec(dataset=setting.dataset.name, method=config.pipeline.method, limit=limit,
                     context_mode="retrieval", metric=setting.metric, sweep=sweep)
 
     def attacked_pipeline(cfg: Config, model: LLM, retriever: Retriever | None) -> Pipeline:

@@ -1,7 +1,7 @@
 """Summary figures of an evaluation run from its result records.
 
 Result records (one per item, as written by the runner to results.jsonl; the schema is
-documented in faithrag/eval/report.py) are aggregated by ``aggregate``; ``record_correct`` and
+documented in faithrag/eval/runs.py) are aggregated by ``aggregate``; ``record_correct`` and
 ``cell_correct`` say whether one record counts as right. The per-item metrics the records carry
 come from faithrag/answers.py (answer matching) and faithrag/eval/ranking_metrics.py.
 """

@@ -55,6 +55,7 @@ from faithrag.eval.run_dir import (
     model_identity,
     platform_identity,
     run_lock,
+    stage_record,
     write_manifest,
 )
 from faithrag.eval.runner import EvalSpec, _progress
@@ -307,8 +308,9 @@ def _run_rank_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
     model, model_sha = model_identity(config)
     manifest = {
         "dataset": dataset.name, "dataset_sha256": dataset.sha256,
-        "dataset_path": str(dataset.path), "split": spec.split, "method": label,
-        "rerank": spec.rerank, "verify": None, "model": model, "model_sha256": model_sha,
+        "dataset_path": str(dataset.path), "split": spec.split,
+        **{key: None for key in stage_record(config.pipeline)}, "method": label,
+        "rerank": spec.rerank, "model": model, "model_sha256": model_sha,
         "context_mode": "given", "metric": "containment" if answering else None,
         "seed": spec.seed, "limit": spec.limit, "offset": spec.offset, "sweep": spec.sweep,
         "config": config.model_dump(), "code_version": code_version(),

@@ -3,7 +3,7 @@
 A run directory holds ``manifest.json`` (what was run and where the numbers come from: dataset
 and its sha256, method and config, model and its sha256, code version, platform) and
 ``results.jsonl``, one record per finished item (the record schema is in
-faithrag/eval/report.py).
+faithrag/eval/runs.py).
 
 - ``write_manifest``: writes the manifest; a resumed run must match the old manifest on every
   setting that changes results (speed-only settings and keys that newer code added with their
@@ -41,7 +41,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from faithrag import __version__
+from faithrag import __version__, registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.models import PRESETS, sha256_of
@@ -142,15 +142,34 @@ class ResultsFile:
             self._by_id[record["id"]] = record
 
 
-_MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", "method", "rerank", "verify", "model",
-                  "model_sha256", "context_mode", "metric", "seed", "offset", "config", "sweep")
+_STAGE_KEYS = tuple(entry.key for entry in registry.KINDS)  # "method", "rerank", ...
+_MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", *_STAGE_KEYS, "model", "model_sha256",
+                  "context_mode", "metric", "seed", "offset", "config", "sweep")
 # settings that change speed, never results: a run may resume with different values
 _SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
 # keys that later code added to the manifest, with the value that older runs had implicitly
 _ADDED_KEYS = {"offset": 0}
 
 
+def stage_names(manifest: dict[str, Any]) -> dict[str, str | None]:
+    """The stage of each kind (registry.KINDS) a run's manifest records, by kind; a kind's key
+    missing from an older manifest (detect) is read from its configuration's `pipeline`."""
+    config = manifest.get("config")
+    pipeline = config.get("pipeline") if isinstance(config, dict) else None
+    pipeline = pipeline if isinstance(pipeline, dict) else {}
+    return {entry.kind: manifest[entry.key] if entry.key in manifest
+            else pipeline.get(entry.key) for entry in registry.KINDS}
+
+
+def stage_record(pipeline: Any) -> dict[str, str | None]:
+    """The manifest's stage keys (one per kind of registry.KINDS) of a run of `pipeline`
+    (a PipelineConfig)."""
+    return {entry.key: getattr(pipeline, entry.key) for entry in registry.KINDS}
+
+
 def _comparable(manifest: dict[str, Any], key: str) -> Any:
+    if key in _STAGE_KEYS:
+        return stage_names(manifest)[registry.KINDS[_STAGE_KEYS.index(key)].kind]
     value = manifest.get(key, _ADDED_KEYS.get(key))
     if key == "config" and isinstance(value, dict):
         llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}

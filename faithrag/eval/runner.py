@@ -2,7 +2,7 @@
 
 A run writes into a run directory (faithrag/eval/run_dir.py): `manifest.json`, what was run, and
 `results.jsonl`, appended and fsync'ed as each item finishes (the record schema is in
-faithrag/eval/report.py). Re-running the same command skips the ids already there; a run
+faithrag/eval/runs.py). Re-running the same command skips the ids already there; a run
 killed mid-way loses at most the items in flight, and a line cut by the kill is dropped on
 resume. An item that raises is recorded with parse_status "error" and the run goes on.
 """
@@ -38,6 +38,7 @@ from faithrag.eval.run_dir import (
     model_identity,
     platform_identity,
     run_lock,
+    stage_record,
     write_manifest,
 )
 from faithrag.llm.base import LLM
@@ -55,8 +56,7 @@ FREE_FORM_METRICS = ("containment", "numeric_containment", "smart_em", "em")
 class EvalSpec:
     dataset: str
     method: str = "vanilla"
-    rerank: str | None = None
-    verify: str | None = None
+    rerank: str | None = None  # ranking sets: the re-ranker evaluated (QA runs: config's stages)
     limit: int | None = None
     offset: int = 0  # items skipped before the first one evaluated
     seed: int = 0
@@ -171,8 +171,7 @@ def _run_eval(spec: EvalSpec, config: Config, out: Path, llm: LLM | None,
     model, model_sha = model_identity(config)
     write_manifest(out, {
         "dataset": dataset.name, "dataset_sha256": dataset.sha256, "dataset_path": str(dataset.path),
-        "split": spec.split, "method": spec.method, "rerank": spec.rerank, "verify": spec.verify,
-        "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
+        "split": spec.split, **stage_record(config.pipeline), "model": model, "model_sha256": model_sha, "context_mode": spec.context_mode,
         "metric": spec.metric, "seed": spec.seed, "limit": spec.limit, "offset": spec.offset,
         "sweep": spec.sweep, "config": config.model_dump(), "code_version": code_version(),
         "platform": platform_identity(),

@@ -51,7 +51,7 @@ Contract:
   machine whose cores are busy with other processes set `n_threads` (config `llm.n_threads`) to 1.
 
 Why not the high-level `Llama` class: we need model parameters set before loading
-(`use_extra_bufts`, see `_avoid_amx_crash`), logits for several positions of one short batch
+(`use_extra_bufts`, see `llamacpp_runtime.avoid_amx_crash`), logits for several positions of one short batch
 (choice scoring) without `logits_all=True` (which allocates n_ctx x n_vocab floats), and our own
 decoding loop for the per-request bias. The model and context are driven through
 llama-cpp-python's thin wrappers (`_internals`) and the llama.cpp C API.
@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -73,7 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faithrag.errors import ConfigError, MissingExtraError, RuntimeUnavailableError
+from faithrag.errors import ConfigError, RuntimeUnavailableError
 from faithrag.llm.base import (
     ChoiceRequest,
     ChoiceScores,
@@ -86,83 +85,16 @@ from faithrag.llm.base import (
 from faithrag.llm.budget import check_fits
 from faithrag.llm.chat_encoding import ChatEncoder, common_prefix, split_choices
 from faithrag.llm.grammar import CompiledGrammars, GrammarMask, gbnf_for
+from faithrag.llm.llamacpp_runtime import (
+    avoid_amx_crash,
+    import_llama_cpp,
+    init_backend,
+    usable_cores,
+)
 from faithrag.llm.lookup import LookupDrafter
 from faithrag.llm.models import PRESETS, resolve_model
+from faithrag.llm.sampling import DenseBias, constrained_pick, log_softmax_at, pick
 from faithrag.llm.streaming import emit
-
-_backend_ready = False
-# greedy decoding under a grammar: how many of the best tokens are checked one by one before the
-# whole row is masked
-GRAMMAR_CANDIDATES = 16
-
-
-class DenseBias:
-    """A TokenBias densified once per request; adds itself to a logits row in place.
-
-    Called as `processor(input_ids, scores)`, the signature of llama-cpp-python's
-    LogitsProcessor. Holds one float32 vector (or none, for an empty bias) for the whole request.
-    """
-
-    def __init__(self, bias: TokenBias | None, n_vocab: int):
-        self.vector = bias.dense(n_vocab) if bias else None
-
-    def __call__(self, input_ids: object, scores: np.ndarray) -> np.ndarray:
-        if self.vector is not None:
-            scores += self.vector
-        return scores
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def cpu_reports_amx() -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return any(flag.startswith("amx") for flag in line.split())
-    except OSError:
-        pass
-    return False
-
-
-def _import_llama_cpp():
-    try:
-        import llama_cpp
-        import llama_cpp._internals as internals
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-    except ImportError as exc:
-        raise MissingExtraError(
-            "The embedded llama.cpp backend", "llamacpp",
-            f"Importing llama_cpp failed: {exc}. The extra compiles llama.cpp (a few minutes); "
-            "in a source checkout `make setup` builds it with flags that work on this CPU.") from exc
-    return llama_cpp, internals, Jinja2ChatFormatter
-
-
-def _avoid_amx_crash(lib, model_params) -> bool:
-    """llama.cpp built with AMX segfaults in ggml_backend_amx_mul_mat on some AMX CPUs. The AMX
-    code is only reached through the CPU "extra" buffer types, so switch those off when this
-    build has AMX compiled in and the CPU reports it. Builds without AMX (scripts/
-    build_llama_wheel.sh on AMX CPUs) keep the extra buffer types and their weight repacking."""
-    if "use_extra_bufts" not in dict(type(model_params)._fields_):
-        return False
-    build_has_amx = b"AMX_INT8 = 1" in lib.llama_print_system_info()
-    if build_has_amx and cpu_reports_amx():
-        model_params.use_extra_bufts = False
-        return True
-    return False
-
-
-
-def _log_softmax_at(rows: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    """log_softmax(rows[j])[ids[j]] for each row j."""
-    top = rows.max(axis=1)
-    lse = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
-    return rows[np.arange(len(ids)), np.asarray(ids)] - lse
 
 
 class LlamaCppLLM:
@@ -185,20 +117,17 @@ class LlamaCppLLM:
         path = resolve_model(model)
         self.name = model if model in PRESETS else path.name
         self.path: Path = path
-        lib, internals, formatter_cls = _import_llama_cpp()
+        lib, internals, formatter_cls = import_llama_cpp()
         self._lib = lib
         self._seed = seed
         self._lock = threading.Lock()
         self._closed = False
 
-        global _backend_ready
-        if not _backend_ready:
-            lib.llama_backend_init()
-            _backend_ready = True
+        init_backend(lib)
         logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
         model_params = lib.llama_model_default_params()
-        self.extra_bufts_disabled = _avoid_amx_crash(lib, model_params)
+        self.extra_bufts_disabled = avoid_amx_crash(lib, model_params)
         try:
             self._model = internals.LlamaModel(
                 path_model=str(path), params=model_params, verbose=verbose)
@@ -354,7 +283,7 @@ class LlamaCppLLM:
         for step in range(cap):
             scores = rows.pop(0)
             bias(None, scores)
-            token = self._pick(scores, request.temperature, rng)
+            token = pick(scores, request.temperature, rng)
             if grammar is not None:
                 token = self._grammar_pick(token, scores, request.temperature, rng, grammar)
                 if token is None:  # the grammar admits nothing more
@@ -422,29 +351,10 @@ class LlamaCppLLM:
 
     def _constrained_pick(self, scores: np.ndarray, temperature: float,
                           rng: np.random.Generator | None, grammar: GrammarMask) -> int | None:
-        """The pick among the tokens `grammar` admits (None when it admits none). Greedy: the
-        best of the GRAMMAR_CANDIDATES highest-scored tokens that the grammar admits, which is
-        the argmax of the masked row (ties to the lower id, as np.argmax); the whole row is
-        masked only when none of them is admitted. Sampling: drawn from the masked row."""
-        if rng is None or temperature <= 0:
-            top = np.argpartition(scores, -GRAMMAR_CANDIDATES)[-GRAMMAR_CANDIDATES:]
-            for candidate in top[np.lexsort((top, -scores[top]))]:
-                if grammar.allows(int(candidate)):
-                    return int(candidate)
-        masked = scores.copy()
-        grammar.mask(masked)
-        self.grammar_stats["masked"] += 1
-        if not np.isfinite(masked).any():
-            return None
-        return self._pick(masked, temperature, rng)
-
-    @staticmethod
-    def _pick(scores: np.ndarray, temperature: float, rng: np.random.Generator | None) -> int:
-        if rng is None or temperature <= 0:
-            return int(np.argmax(scores))
-        z = scores / temperature
-        cdf = np.cumsum(np.exp(z - z.max()))
-        return min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
+        """sampling.constrained_pick, a masked row counted in grammar_stats."""
+        token, masked = constrained_pick(scores, temperature, rng, grammar)
+        self.grammar_stats["masked"] += masked
+        return token
 
     # ----------------------------------------------------------------- protocol: choices
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
@@ -529,7 +439,7 @@ class LlamaCppLLM:
             # row for predicting position t is first_row if t == shared else rows[t-shared-1]
             rows = np.vstack([first_row[None, :], rows])[own - shared:]
             for lps, bias in zip(logprobs, dense):
-                lps.append(float(_log_softmax_at(bias(None, rows.copy()), targets).sum()))
+                lps.append(float(log_softmax_at(bias(None, rows.copy()), targets).sum()))
         seconds = time.perf_counter() - start
         counts = [len(full) - own for full, own in zip(fulls, owns)]
         return [ChoiceScores(choices=tuple(request.choices), logprobs=lps, token_counts=counts,

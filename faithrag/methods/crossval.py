@@ -91,6 +91,7 @@ from faithrag.methods.rank_parsing import (
     parse_verdict,
     tally,
 )
+from faithrag.methods.rerank_settings import RerankConfig
 from faithrag.methods.schemas import (
     conflict_pair_grammar,
     labelled_answer_grammar,
@@ -458,7 +459,7 @@ class CrossValidatedReranker:
           description="removes the false side of a conflicting pair, then ranks listwise")
 def build_crossval(llm: LLM, config: Config, retriever: Retriever | None
                    ) -> CrossValidatedReranker:
-    r = config.rerank
+    r: RerankConfig = config.rerank
     return CrossValidatedReranker(llm, ranker_from_config(llm, config), max_rounds=r.max_rounds,
                                   passage_tokens=r.passage_tokens, reason_tokens=r.reason_tokens,
                                   both_orders=r.both_orders, verdict=r.verdict,

@@ -17,6 +17,7 @@ from faithrag.llm.base import LLM, GenerationRequest, Message
 from faithrag.llm.budget import fit_evidence
 from faithrag.methods.common import DATA_NOT_INSTRUCTIONS, cut_text, generate, render_passages
 from faithrag.methods.rank_parsing import parse_permutation, tally
+from faithrag.methods.rerank_settings import RerankConfig
 from faithrag.methods.schemas import permutation_grammar
 from faithrag.types import Passage, Question, Step
 
@@ -145,5 +146,5 @@ class ListwiseRanker:
 
 
 def ranker_from_config(llm: LLM, config: Config) -> ListwiseRanker:
-    r = config.rerank
+    r: RerankConfig = config.rerank
     return ListwiseRanker(llm, window=r.window, step=r.step, passage_tokens=r.passage_tokens)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import Field
 
 from faithrag.llm.base import LLM
 from faithrag.methods.base import RemovedPassage, RerankResult
@@ -50,6 +51,7 @@ from faithrag.methods.poison_signals import (
     words,
 )
 from faithrag.registry import register
+from faithrag.sections import Section, section
 from faithrag.types import Conflict, ConflictCheck, ConflictSide, Passage, Question, Step, Trace
 
 if TYPE_CHECKING:
@@ -176,6 +178,37 @@ class PoisonFilter:
                    for j, p in enumerate(passages) if j not in group]
         return [i for i in group if edits[i] and any(
             all(f" {stretch} " in text for stretch in edits[i]) for text in outside)]
+
+
+@section("poison_filter")
+class PoisonFilterConfig(Section):
+    """The KB-free poisoning filter (pipeline.rerank = "poison_filter",
+    faithrag/methods/poison_filter.py): crafted clusters are found in the retrieval embedder's
+    space, altered copies by aligning the passages' words."""
+
+    crafted_clusters: bool = True
+    """remove groups of passages written alike for the question"""
+    cluster_similarity: float = Field(0.8, ge=-1.0, le=1.0)
+    """two passages are alike at this embedding cosine or above"""
+    query_similarity: float = Field(0.55, ge=-1.0, le=1.0)
+    """a crafted cluster's members are at least this close to the question on average"""
+    min_cluster: int = Field(3, ge=2)
+    """passages a crafted cluster holds at least (before the halo joins)"""
+    halo_similarity: float = Field(0.6, ge=-1.0, le=1.0)
+    """a passage this close to a crafted cluster's members on average joins it"""
+    altered_copies: bool = True
+    """remove passages that are one text with a stretch replaced"""
+    copy_coverage: float = Field(0.7, gt=0.0, le=1.0)
+    """two passages are copies when their aligned words cover this share of the shorter"""
+    max_edit_words: int = Field(12, ge=1)
+    """a replaced stretch is at most this many words on each side"""
+    anchor_words: int = Field(5, ge=1)
+    """a replaced stretch lies next to an unchanged run of at least this many words"""
+    max_edits: int = Field(8, ge=1)
+    """copies differing in more places than this are different texts, unless rewritten"""
+    rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
+    """copies differing in many places are one text rewritten when their aligned words cover
+    this share of the longer"""
 
 
 @register("reranker", "poison_filter", section="poison_filter",

@@ -18,7 +18,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faithrag.config import Config
 from faithrag.errors import ConfigError, EmptyIndexError
 from faithrag.retrieval.chunking import ChunkSettings, chunk_documents
 from faithrag.retrieval.loaders import documents_root, load_documents
@@ -26,6 +25,7 @@ from faithrag.retrieval.locations import build_index, open_index, refuse_existin
 from faithrag.types import Passage
 
 if TYPE_CHECKING:
+    from faithrag.config import Config
     from faithrag.retrieval.index import AddReport, Index
     from faithrag.retrieval.lance_store import LanceStore
 
@@ -55,6 +55,8 @@ def index_documents(docs: str | Path, out: str | Path, *, config: Config | None 
     `docs`, chunked and embedded as `config.retrieval` says; `mode` (bm25, dense, hybrid)
     overrides it. An index already at `out` raises IndexExistsError unless `overwrite`; that
     is checked before any document is read."""
+    from faithrag.config import Config
+
     config = config or Config()
     if not overwrite:
         refuse_existing(out)
@@ -73,6 +75,8 @@ def add_documents(docs: str | Path, out: str | Path, *, config: Config | None = 
     """Add the documents under `docs` to the index at `out`, chunked as its own were: a new
     document is added, a changed one replaces its old passages, an unchanged one is skipped.
     `mode`, if given, must be the index's own. Returns the index and what was done."""
+    from faithrag.config import Config
+
     config = config or Config()
     index = open_index(out, use_cache=config.use_cache)
     if mode and mode != index.manifest["mode"]:

@@ -31,10 +31,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+from faithrag import registry
 from faithrag.errors import FaithragError
 from faithrag.llm.cancel import CancelToken
 from faithrag.server.ask_request import AskBody
@@ -66,23 +67,16 @@ class ServerInfo(BaseModel):
     method: str
 
 
-class Defaults(BaseModel):
-    method: str
-    rerank: str | None
-    verify: str | None
-    detect: str | None
-    on_conflict: str
-    k: int
-
-
-class MethodsInfo(BaseModel):
-    methods: list[str]
-    rerankers: list[str]
-    verifiers: list[str]
-    detectors: list[str]
-    on_conflict: list[str]
-    defaults: Defaults
-    retrieval: bool
+# `/v1/methods`: per stage kind (faithrag.registry.KINDS) its registered stages under its
+# `listing` and its default under its `key`
+Defaults = create_model(
+    "Defaults", __module__=__name__,
+    **{entry.key: (str | None if entry.optional else str, ...) for entry in registry.KINDS},
+    on_conflict=(str, ...), k=(int, ...))
+MethodsInfo = create_model(
+    "MethodsInfo", __module__=__name__,
+    **{entry.listing: (list[str], ...) for entry in registry.KINDS},
+    on_conflict=(list[str], ...), defaults=(Defaults, ...), retrieval=(bool, ...))
 
 
 class PassageOut(BaseModel):
@@ -111,6 +105,8 @@ class EvidenceSummary(BaseModel):
 
 
 class AskResult(BaseModel):
+    """The body of `/v1/ask`: faithrag.pipeline.Result.to_dict(), key for key."""
+
     question: str
     choices: list[str] | None
     answer: str
@@ -121,6 +117,7 @@ class AskResult(BaseModel):
     removed: list[RemovedOut]
     evidence: EvidenceSummary
     conflicts: list[Conflict]
+    on_conflict: dict[str, Any] | None
     conflict_checks: list[ConflictCheck]
     trace: dict[str, Any]
 

@@ -7,11 +7,13 @@ and the server's limits, all before any model work is done.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from faithrag import registry
 from faithrag.config import PipelineConfig
 from faithrag.server.errors import RequestError
 from faithrag.server.settings import Limits
@@ -33,12 +35,7 @@ class PassageIn(BaseModel):
     text: str = Field(min_length=1, pattern=r"\S")
 
 
-class AskBody(BaseModel):
-    """A question, optionally with its options and its evidence. Left out, `method`, `rerank`,
-    `verify`, `detect`, `on_conflict` and `k` take the server's defaults; `"rerank": null`,
-    `"verify": null` or `"detect": null` switches that stage off. Without `passages` the server
-    retrieves `k` from its index."""
-
+class _Question(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
         "question": "When did the Aldermoor Bridge open?", "choices": ["1887", "1901"],
         "passages": [{"title": "Aldermoor", "text": "The Aldermoor Bridge opened in 1887."}],
@@ -46,27 +43,49 @@ class AskBody(BaseModel):
     question: str = Field(min_length=1, pattern=r"\S")
     choices: list[str] | None = Field(None, min_length=2, max_length=MAX_CHOICES)
     passages: list[PassageIn] | None = None
-    method: str | None = None
-    rerank: str | None = None
-    verify: str | None = None
-    detect: str | None = Field(None, description="A conflict detector (GET /v1/methods lists "
-                               "them): reports the conflicts the evidence holds, changes nothing.")
-    on_conflict: str | None = Field(None, json_schema_extra={"enum": [*ON_CONFLICT, None]},
-                                    description="What the answer does when a stage reports a "
-                                    "conflict; left out or null: the server's default.")
-    k: int | None = Field(None, ge=1)
+
+
+def stage_fields(kinds: tuple[registry.StageKind, ...]) -> dict[str, tuple[Any, Any]]:
+    """A request field per stage kind of `kinds` (its `key`): the name of a registered stage
+    of that kind, or null."""
+    return {entry.key: (str | None, Field(None, description=(
+        f"The {entry.label} (GET /v1/methods lists them under \"{entry.listing}\"); left out: "
+        "the server's default" + ("; null: none." if entry.optional else "."))))
+        for entry in kinds}
+
+
+AskBody = create_model(
+    "AskBody", __base__=_Question, __module__=__name__,
+    __doc__="""A question, optionally with its options and its evidence. Left out, the stage
+    fields (one per stage kind of faithrag.registry.KINDS: `method`, `rerank`, ...),
+    `on_conflict` and `k` take the server's defaults; null for an optional stage (`"rerank":
+    null`) switches it off. Without `passages` the server retrieves `k` from its index.""",
+    **stage_fields(registry.KINDS),
+    on_conflict=(str | None, Field(None, json_schema_extra={"enum": [*ON_CONFLICT, None]},
+                                   description="What the answer does when a stage reports a "
+                                   "conflict; left out or null: the server's default.")),
+    k=(int | None, Field(None, ge=1)))
 
 
 @dataclass(frozen=True)
 class PipelineChoice:
-    """What a pipeline is built from; requests with the same choice share one pipeline."""
+    """What a pipeline is built from; requests with the same choice share one pipeline.
+    `stages` is (kind, stage name or None) for every kind of registry.KINDS, in its order."""
 
-    method: str
-    rerank: str | None
-    verify: str | None
+    stages: tuple[tuple[str, str | None], ...]
     k: int
-    detect: str | None = None
     on_conflict: str = "resolve"
+
+    @classmethod
+    def of(cls, names: Mapping[str, str | None], k: int,
+           on_conflict: str = "resolve") -> PipelineChoice:
+        """The choice of the stages `names` (by kind; a kind left out runs none)."""
+        return cls(tuple((entry.kind, names.get(entry.kind)) for entry in registry.KINDS), k,
+                   on_conflict)
+
+    def name(self, kind: str) -> str | None:
+        """The stage of `kind` this choice runs (None: none)."""
+        return dict(self.stages)[kind]
 
 
 @dataclass
@@ -88,18 +107,21 @@ def _registered(field: str, value: str, names: tuple[str, ...], optional: bool) 
 
 
 def pipeline_choice(body: AskBody, defaults: PipelineChoice, stages: Stages) -> PipelineChoice:
+    """The stages `body` names, each checked against `stages`; a field left out takes the
+    default's, and so does null for a kind that always runs (the generator)."""
     given = body.model_fields_set
-    rerank = body.rerank if "rerank" in given else defaults.rerank
-    verify = body.verify if "verify" in given else defaults.verify
-    detect = body.detect if "detect" in given else defaults.detect
-    return PipelineChoice(
-        method=_registered("method", body.method or defaults.method, stages.methods, False),
-        rerank=None if rerank is None else _registered("rerank", rerank, stages.rerankers, True),
-        verify=None if verify is None else _registered("verify", verify, stages.verifiers, True),
-        k=body.k or defaults.k,
-        detect=None if detect is None else _registered("detect", detect, stages.detectors, True),
-        on_conflict=_registered("on_conflict", defaults.on_conflict if body.on_conflict is None
-                                else body.on_conflict, ON_CONFLICT, False))
+    names: dict[str, str | None] = {}
+    for entry in registry.KINDS:
+        value = getattr(body, entry.key)
+        if not entry.optional:
+            value = value or defaults.name(entry.kind)
+        elif entry.key not in given:
+            value = defaults.name(entry.kind)
+        names[entry.kind] = None if value is None else _registered(
+            entry.key, value, stages[entry.kind], entry.optional)
+    return PipelineChoice.of(names, body.k or defaults.k, _registered(
+        "on_conflict", defaults.on_conflict if body.on_conflict is None else body.on_conflict,
+        ON_CONFLICT, False))
 
 
 def _check_limits(body: AskBody, limits: Limits) -> None:

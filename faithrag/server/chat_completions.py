@@ -41,9 +41,10 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from faithrag.server.ask_request import AskBody, PassageIn
+from faithrag import registry
+from faithrag.server.ask_request import AskBody, PassageIn, stage_fields
 from faithrag.server.errors import RequestError, json_safe, openai_error
 from faithrag.server.reply import Reply, ReplyShape
 from faithrag.server.stages import Stages
@@ -74,19 +75,20 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
-class FaithragOptions(BaseModel):
-    """The `/v1/ask` fields a chat message cannot carry, and whether the text reply ends with
-    the conflict summary line (`summary`; left out: the server's `server.conflict_summary`)."""
-
+class _Evidence(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     passages: list[PassageIn] | None = None
     choices: list[str] | None = None
-    rerank: str | None = None
-    verify: str | None = None
-    detect: str | None = None
-    on_conflict: str | None = None
-    k: int | None = Field(None, ge=1)
-    summary: bool | None = None
+
+
+FaithragOptions = create_model(
+    "FaithragOptions", __base__=_Evidence, __module__=__name__,
+    __doc__="""The `/v1/ask` fields a chat message cannot carry (the generator is the model
+    asked for), and whether the text reply ends with the conflict summary line (`summary`;
+    left out: the server's `server.conflict_summary`).""",
+    **stage_fields(tuple(entry for entry in registry.KINDS if entry.optional)),
+    on_conflict=(str | None, None), k=(int | None, Field(None, ge=1)),
+    summary=(bool | None, None))
 
 
 class JsonSchemaFormat(BaseModel):
@@ -128,7 +130,7 @@ class ChatCompletionRequest(BaseModel):
 
 
 def model_ids(stages: Stages) -> list[str]:
-    return [MODEL_PREFIX, *(f"{MODEL_PREFIX}/{m}" for m in stages.methods)]
+    return [MODEL_PREFIX, *(f"{MODEL_PREFIX}/{m}" for m in stages["generator"])]
 
 
 def models_list(stages: Stages, created: int) -> dict[str, Any]:

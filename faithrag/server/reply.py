@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
@@ -129,7 +130,10 @@ class Reply:
 
     def begin(self, request: AskRequest) -> None:
         choice = request.choice
-        self.live = (self.shape.schema is None and choice.verify is None
+        generation = registry.stage_kind("generator").order
+        rewritten = any(choice.name(entry.kind) for entry in registry.KINDS
+                        if entry.slot == "answer" and entry.order > generation)
+        self.live = (self.shape.schema is None and not rewritten
                      and choice.on_conflict == "resolve" and not request.question.choices)
 
     def takes(self, request: GenerationRequest) -> bool:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.base import LLM, require_llm
 from faithrag.llm.cancel import CancelToken, RunCancelled, cancellable
@@ -24,7 +25,6 @@ from faithrag.methods.base import Retriever
 from faithrag.pipeline import Pipeline
 from faithrag.server.ask_request import ON_CONFLICT, AskBody, PipelineChoice, to_ask_request
 from faithrag.server.errors import RequestError
-from faithrag.server.evidence import generator_view
 from faithrag.server.reply import Reply, ReplyLLM, replying
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
@@ -47,8 +47,9 @@ class AskService:
         self.limits = limits or Limits()
         self.stages: Stages = registered_stages()
         p = config.pipeline
-        self.defaults = PipelineChoice(p.method, p.rerank, p.verify, config.retrieval.k,
-                                       p.detect, p.on_conflict)
+        self.defaults = PipelineChoice.of({entry.kind: getattr(p, entry.key)
+                                           for entry in registry.KINDS},
+                                          config.retrieval.k, p.on_conflict)
         self._build_pipeline = build_pipeline
         self._pipelines: dict[PipelineChoice, Pipeline] = {}
         self._pipelines_lock = threading.Lock()
@@ -60,8 +61,7 @@ class AskService:
             if choice not in self._pipelines:
                 config = self.config.model_copy(update={
                     "pipeline": self.config.pipeline.model_copy(update={
-                        "method": choice.method, "rerank": choice.rerank,
-                        "verify": choice.verify, "detect": choice.detect,
+                        **{entry.key: choice.name(entry.kind) for entry in registry.KINDS},
                         "on_conflict": choice.on_conflict}),
                     "retrieval": self.config.retrieval.model_copy(update={"k": choice.k}),
                 })
@@ -70,9 +70,10 @@ class AskService:
 
     def ask(self, body: AskBody, deadline: float | None = None,
             cancel: CancelToken | None = None, reply: Reply | None = None) -> dict[str, Any]:
-        """The pipeline's result for a request body, `passages` being exactly the ones the
-        generator saw and `evidence` saying how many were dropped or cut, and why; `conflicts`
-        and `conflict_checks` are the stages' conflict report (Result.to_dict). With `reply`,
+        """The pipeline's result for a request body (Result.to_dict): `passages` are exactly
+        the ones the generator saw and `evidence` says how many were dropped or cut, and why
+        (Result.evidence); `conflicts` and `conflict_checks` are the stages' conflict report.
+        With `reply`,
         the run's final generation goes through it and `reply.finish` makes the reply before
         the model is let go (its steps are in the trace). Raises RequestError on a bad body,
         or (504) when the run cannot start before `deadline` (time.monotonic()) because others
@@ -87,17 +88,13 @@ class AskService:
         try:  # building may also load models (a knowledge base's embedder)
             with cancellable(cancel), replying(reply):
                 result = self.pipeline(request.choice).run(request.question, request.passages)
-                view = generator_view(result, self.llm)
                 if reply is not None:
-                    reply.finish(result, view.passages, self.llm, self.config)
+                    assert result.evidence is not None  # a run always has a generator
+                    reply.finish(result, result.evidence.seen, self.llm, self.config)
         finally:
             if self._run_lock is not None:
                 self._run_lock.release()
-        out = result.to_dict()
-        out["passages"] = [{"id": p.id, "title": p.title, "source": p.source, "score": p.score,
-                            "text": p.text} for p in view.passages]
-        out["evidence"] = view.summary
-        return out
+        return result.to_dict()
 
     def _wait_for_model(self, deadline: float | None, cancel: CancelToken) -> None:
         """Take the run lock, giving up (504) at `deadline` or (RunCancelled) on `cancel`."""
@@ -111,17 +108,17 @@ class AskService:
                                    "server with a larger --request-timeout.")
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "model": self.llm.name, "method": self.defaults.method}
+        return {"status": "ok", "model": self.llm.name,
+                "method": self.defaults.name("generator")}
 
     def methods(self) -> dict[str, Any]:
         """The registered stages and conflict policies, for the inspector's selectors, and this
         server's defaults."""
         d = self.defaults
         return {
-            "methods": list(self.stages.methods), "rerankers": list(self.stages.rerankers),
-            "verifiers": list(self.stages.verifiers), "detectors": list(self.stages.detectors),
+            **{entry.listing: list(self.stages[entry.kind]) for entry in registry.KINDS},
             "on_conflict": list(ON_CONFLICT),
-            "defaults": {"method": d.method, "rerank": d.rerank, "verify": d.verify,
-                         "detect": d.detect, "on_conflict": d.on_conflict, "k": d.k},
+            "defaults": {**{entry.key: d.name(entry.kind) for entry in registry.KINDS},
+                         "on_conflict": d.on_conflict, "k": d.k},
             "retrieval": self.retriever is not None,
         }

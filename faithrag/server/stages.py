@@ -1,21 +1,16 @@
-"""The one place where the server reads which generators, re-rankers, verifiers and conflict detectors exist: the
-inspector's selectors, `/v1/methods`, `/v1/models` and the per-request name checks all use it."""
+"""The one place where the server reads which stages exist, by kind (faithrag.registry.KINDS):
+the inspector's selectors, `/v1/methods`, `/v1/models` and the per-request name checks all use
+it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+
+Stages = Mapping[str, tuple[str, ...]]  # the registered stage names (sorted) by stage kind
 
 
-@dataclass(frozen=True)
-class Stages:
-    methods: tuple[str, ...]
-    rerankers: tuple[str, ...]
-    verifiers: tuple[str, ...]
-    detectors: tuple[str, ...] = ()
-
-
-def registered_stages() -> Stages:
-    """The registered stage names (faithrag.registry), each list sorted."""
+def registered_stages() -> dict[str, tuple[str, ...]]:
+    """The registered stage names of every kind (faithrag.registry), each sorted."""
     from faithrag import registry
 
-    return Stages(*(tuple(registry.names(kind)) for kind in registry.KINDS))
+    return {entry.kind: tuple(registry.names(entry.kind)) for entry in registry.KINDS}

@@ -4,50 +4,23 @@ import json
 from pathlib import Path
 
 import pytest
+from report_doubles import make_run, qa_items, record, write_set
 
 from faithrag.cli import main
 from faithrag.errors import DataError
 from faithrag.eval.metrics import aggregate
 from faithrag.eval.report import (
     Run,
-    cell_outcomes,
-    cells_report,
     distractor_series,
-    field_groups,
     find_run_dirs,
     item_slice,
     load_run,
     paired_report,
     report,
-    run_outcomes,
 )
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def record(item_id: str, correct: bool | None, status: str = "ok", **extra) -> dict:
-    return {"id": item_id, "dataset": "d", "method": "m", "prediction": "p", "gold": ["g"],
-            "correct": correct, "parse_status": status, "error": None,
-            "prompt_tokens": 100, "completion_tokens": 10, "seconds": 0.5,
-            "metrics": extra.pop("metrics", {"containment": int(bool(correct))}),
-            "trace": {}, "extra": {}, **extra}
-
-
-def make_run(root: Path, name: str, dataset: str, method: str, records: list,
-             sweep: dict | None = None, model: str = "tiny", tail: str = "",
-             verify: str | None = None) -> Path:
-    run = root / name
-    run.mkdir(parents=True)
-    manifest = {"dataset": dataset, "method": method, "model": model, "model_sha256": "ab",
-                "dataset_sha256": "cd", "config": {}, "code_version": "0.1.0", "limit": None,
-                "seed": 0, "created": "2026-01-01T00:00:00+00:00", "verify": verify}
-    if sweep is not None:
-        manifest["sweep"] = sweep
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    lines = [json.dumps(r) for r in records]
-    (run / "results.jsonl").write_text("\n".join(lines) + "\n" + tail)
-    return run
 
 
 @pytest.fixture
@@ -179,6 +152,22 @@ def test_labels_name_the_pipeline_and_only_the_sweep_settings_that_differ(tmp_pa
                       "vanilla + antisyco [retrieval=hostile]"]
 
 
+def test_labels_name_every_stage_of_the_kinds_table(tmp_path: Path) -> None:
+    """A run's label names each stage it had, of every kind (registry.KINDS); an older
+    manifest without a kind's key (detect) has it read from its configuration."""
+    detected = make_run(tmp_path, "a", "d", "vanilla", [record("x", True)])
+    manifest = json.loads((detected / "manifest.json").read_text())
+    manifest["config"] = {"pipeline": {"method": "vanilla", "detect": "conflicts"}}
+    (detected / "manifest.json").write_text(json.dumps(manifest))
+    reranked = make_run(tmp_path, "b", "d", "vanilla", [record("x", True)])
+    manifest = json.loads((reranked / "manifest.json").read_text())
+    manifest.update(rerank="crossval", detect="conflicts")
+    (reranked / "manifest.json").write_text(json.dumps(manifest))
+    files = report([detected, reranked], tmp_path / "out")
+    labels = [r["label"] for r in json.loads(files.summary.read_text())["runs"]]
+    assert labels == ["vanilla + conflicts", "vanilla + crossval + conflicts"]
+
+
 def test_labels_name_the_ablation_switch(tmp_path: Path) -> None:
     def cfrag(name: str, config: dict) -> Path:
         run = make_run(tmp_path, name, "p", "cfrag", [record("x", True)], sweep={"distractors": 16})
@@ -252,21 +241,6 @@ def test_common_cuts_each_dataset_to_the_items_all_its_runs_hold(runs: list[Path
     assert [r["aggregate"]["n_scored"] for r in plain["runs"]] == [20, 4]
 
 
-def test_run_outcomes_reads_a_run_or_one_ablation_cell_of_it(tmp_path):
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"dataset": "set", "method": "csrag"}))
-    cells = {"a=0 b=0": {"choice_index": 0}, "a=-1 b=3": {"choice_index": 1}}
-    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
-        {"id": "x", "correct": True, "gold_index": 1, "extra": {"variants": cells}},
-        {"id": "y", "correct": None, "parse_status": "skipped"}]))
-    assert run_outcomes(str(run))[1] == {"x": True}
-    assert run_outcomes(str(run), default_cell="a=0 b=0")[1] == {"x": False}
-    assert run_outcomes(f"{run}@a=-1 b=3", default_cell="a=0 b=0")[1] == {"x": True}
-    with pytest.raises(ValueError, match=f"{run} has no cell 'a=9 b=9'"):
-        run_outcomes(f"{run}@a=9 b=9")
-
-
 def test_labels_name_the_offset_when_runs_cover_other_slices_of_a_set(tmp_path: Path) -> None:
     runs = [make_run(tmp_path, name, "r", "crossval", [record(f"{name}1", True)])
             for name in ("first", "later", "older")]
@@ -284,165 +258,7 @@ def test_labels_name_the_offset_when_runs_cover_other_slices_of_a_set(tmp_path: 
 
 # ---------------------------------------------------------------- paired comparisons
 
-def write_set(root: Path, name: str, items: list[dict]) -> Path:
-    """A data root holding root/<name>/dev.jsonl."""
-    (root / name).mkdir(parents=True)
-    (root / name / "dev.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
-    return root
-
-
-def qa_items(n: int) -> list[dict]:
-    return [{"id": f"q{i}", "question": "Q?", "context": "C.", "answer": "a"}
-            for i in range(n)]
-
-
-def test_item_slices_are_checked() -> None:
-    assert item_slice("20:100") == slice(20, 100)
-    for bad in ("20", "100:20", "a:b", "-1:3"):
-        with pytest.raises(ValueError, match="not a slice"):
-            item_slice(bad)
-
-
-def test_paired_report_pairs_the_first_run_with_each_other_run_per_slice(tmp_path: Path) -> None:
-    data = write_set(tmp_path / "data", "d", qa_items(4))
-    # written out of the dataset's order: slices follow the dataset, not the file
-    a = make_run(tmp_path, "a", "d", "cfrag", [record("q3", True), record("q0", True),
-                                               record("q1", True), record("q2", False)])
-    b = make_run(tmp_path, "b", "d", "vanilla", [record("q0", False), record("q1", True),
-                                                 record("q2", False)])
-    c = make_run(tmp_path, "c", "d", "cot", [record("q0", True)])
-    table = paired_report([str(a), str(b), str(c)], [item_slice("0:2"), item_slice("2:4")],
-                          data_dir=data)
-    rows = [line for line in table.splitlines() if line.startswith(f"| {tmp_path}")]
-    assert rows[0].startswith(f"| {b} | 1–2 | 2 | 100.0 [34.2, 100.0] | 50.0 ")
-    assert rows[0].endswith(f"| +50.0 [+0.0, +100.0] | 1 / 0 | {mcnemar_exact_p(1, 0):.2g} |")
-    assert rows[1].startswith(f"| {b} | 3–4 | 1 | 0.0 ")  # q3 is not in b
-    assert rows[2].startswith(f"| {c} | 1–2 | 1 | 100.0 ") and "| 0 / 0 | 1 |" in rows[2]
-    assert rows[3] == f"| {c} | 3–4 | 0 |  |  |  |  |  |"
-    whole = paired_report([str(a), str(b)])
-    assert f"| {b} | all | 3 | 66.7 " in whole and "## Rankings" not in whole
-
-
-def test_paired_report_refuses_what_cannot_be_paired(tmp_path: Path) -> None:
-    a = make_run(tmp_path, "a", "d", "m", [record("q0", True)])
-    other = make_run(tmp_path, "b", "other", "m", [record("q0", True)])
-    with pytest.raises(DataError, match="two runs or more"):
-        paired_report([str(a)])
-    with pytest.raises(DataError, match="is on other"):
-        paired_report([str(a), str(other)])
-    grid = make_run(tmp_path, "grid", "d", "csrag", [record(
-        "q0", True, gold_index=0, extra={"variants": {"a=0 b=0": {"choice_index": 0}}})])
-    with pytest.raises(DataError, match="no cell 'a=9 b=9'") as err:
-        paired_report([f"{grid}@a=9 b=9", str(a)])
-    assert "name a cell" in err.value.hint
-
-
-RANK_PASSAGES = [{"pid": "c", "text": "C.", "relevance": 0, "is_contrary": True},
-                 {"pid": "r", "text": "R.", "relevance": 2, "is_contrary": False},
-                 {"pid": "x", "text": "X.", "relevance": 0, "is_contrary": False}]
-
-
-def ranked(qid: str, ranking: list[str], correct: bool | None = None,
-           removed: tuple[str, ...] = ()) -> dict:
-    """A ranking record over the passages c (contrary), r (relevant) and x."""
-    return record(qid, correct, ranking=ranking, removed=[{"id": pid} for pid in removed],
-                  metrics={"ndcg@1": 1.0 if ranking[0] == "r" else 0.0,
-                           "contrary@1": float(ranking[0] == "c")})
-
-
-def rank_run(root: Path, name: str, records: list[dict]) -> Path:
-    run = make_run(root, name, "toy", name, records)
-    manifest = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**manifest, "kind": "rank"}))
-    return run
-
-
-def test_paired_report_of_rerankers_pairs_rankings_and_splits_off_the_removals(tmp_path: Path
-                                                                               ) -> None:
-    data = write_set(tmp_path / "data", "toy", [
-        {"id": q, "query": "Q?", "passages": RANK_PASSAGES} for q in ("q0", "q1", "q2")])
-    # q0: A's removal of c lifts r to the top; q1: A puts r first itself; q2: both keep x first
-    crossval = rank_run(tmp_path, "crossval", [
-        ranked("q0", ["r", "x"], True, removed=("c",)), ranked("q1", ["r", "x", "c"], True),
-        ranked("q2", ["x", "r", "c"], False),
-        record("q3", None, "error", error="RuntimeError: boom")])
-    none = rank_run(tmp_path, "none", [
-        ranked("q0", ["c", "r", "x"], False), ranked("q1", ["x", "r", "c"], True),
-        ranked("q2", ["x", "r", "c"], False)])
-    table = paired_report([str(crossval), str(none)], data_dir=data)
-    assert f"| {none} | all | 3 | 66.7 [20.8, 93.9] | 33.3 " in table  # the answers
-    row = next(line for line in table.splitlines() if line.startswith(f"| {none} | 3 |"))
-    assert row.startswith(f"| {none} | 3 | 0.667 | 0.000 | +0.667 ")
-    assert "| 0.0 | 33.3 | 0 / 1, p 1 (n 3) | 1 / 1 |" in row  # q2 same order and first
-    assert ("nDCG@1 0.000 → 0.333 without A's removed passages (removals +0.333) → 0.667 as A "
-            "ranks them (ordering +0.333); contrary@1 33.3 → 0.0 → 0.0 %") in table
-    # a re-ranker that removed nothing has no split, and needs no data
-    assert "removals" not in paired_report([str(none), str(crossval)], data_dir=tmp_path / "no")
-
-
 # ---------------------------------------------------------------- ablation cells
-
-def test_cells_report_tabulates_every_cell_of_a_grid_run_against_plain_scoring(tmp_path: Path
-                                                                              ) -> None:
-    from faithrag import registry
-    from faithrag.config import Config
-    from faithrag.eval.runner import EvalSpec, run_eval
-    from faithrag.llm.fake import FakeLLM
-    from faithrag.methods.csrag import ABLATION_GRID
-    from faithrag.pipeline import Pipeline
-
-    data = tmp_path / "set.jsonl"  # the context says Sydney; the fake "remembers" Canberra
-    data.write_text("".join(json.dumps({
-        "id": f"t::{i}", "question": "What is the capital of Australia?",
-        "context": "Since 2031 the capital is Sydney.", "choices": ["Canberra", "Sydney"],
-        "answer_idx": 1, "answer": "Sydney", "answers": ["Sydney"]}) + "\n" for i in range(3)))
-    config = Config.load(None, {"llm.backend": "fake", "csrag.ablation_grid": True,
-                                "csrag.enhance_context": False, "use_cache": False})
-    llm = FakeLLM(lambda r: "- Canberra is the capital." if r.purpose == "facts" else "Sydney",
-                  choice_prior={"Canberra": 0.0, "Sydney": -1.5}.__getitem__)
-    spec = EvalSpec("set", method="csrag_choices", file=str(data))
-    run_eval(spec, config, tmp_path / "run", llm, lambda cfg, model, retriever: Pipeline(
-        registry.build("generator", spec.method, model, cfg, retriever), retriever),
-        progress=False)
-
-    outcomes, failed = cell_outcomes(load_run(tmp_path / "run").records)
-    assert failed == 0 and list(outcomes) == [c.label for c in ABLATION_GRID]
-    assert outcomes["a=0 b=0"] == [False] * 3 and outcomes["a=-1 b=3"] == [True] * 3
-    table = cells_report([tmp_path / "run"])
-    assert "## run (n = 3, failed items 0)" in table
-    assert "| a=-1 b=3 | 100.0 [43.9, 100.0] | +100.0 [+100.0, +100.0] | 3 / 0 |" in table
-    assert "| 100 % |" in table and "Time per item (median): scoring" in table
-    assert paired_report([f"{tmp_path / 'run'}@a=-1 b=3", f"{tmp_path / 'run'}@a=0 b=0"]
-                         ).count("| 3 / 0 |") == 1
-
-
-def test_cell_outcomes_count_failed_items_wrong_and_leave_skipped_ones_out() -> None:
-    cells = {"a=0 b=0": {"choice_index": 0}, "a=-1 b=3": {"choice_index": 1}}
-    records = [{"parse_status": "error", "extra": {}}, {"parse_status": "skipped"},
-               {"parse_status": "ok", "gold_index": 0, "extra": {"variants": cells}},
-               # a run made before a cell was added: only the cells every item has
-               {"parse_status": "ok", "gold_index": 0,
-                "extra": {"variants": {"a=0 b=0": {"choice_index": 0}}}}]
-    outcomes, failed = cell_outcomes(records)
-    assert failed == 1 and outcomes == {"a=0 b=0": [False, True, True]}
-
-
-def test_cells_report_times_fresh_and_cached_steps_apart(tmp_path: Path) -> None:
-    def timed(item_id: str, facts: float, paraphrase: float, seconds: float) -> dict:
-        return record(item_id, True, seconds=seconds, gold_index=0,
-                      extra={"variants": {"a=0 b=0": {"choice_index": 0}}},
-                      trace={"stages": [{"stage": "facts", "seconds": facts},
-                                        {"stage": "paraphrase", "seconds": paraphrase},
-                                        {"stage": "generate", "seconds": 10,
-                                         "prompt_tokens": 100 * seconds}]})
-    run = make_run(tmp_path, "grid", "d", "csrag", [
-        timed("q0", 10, 40, 1), timed("q1", 30, 50, 3), timed("q2", 0.01, 0.0, 2)])
-    table = cells_report([run])
-    assert ("Time per item (median): scoring 10.0 s; facts 20.0 s (2 generated, 1 cached); "
-            "(facts + scoring) / scoring 3.00×.") in table
-    assert ("Scoring prompt tokens (mean) 200; paraphrases 45.0 s (2 generated, 1 cached), "
-            "whole item with them generated 2.0 s; whole item 2.0 s (median).") in table
-
 
 def test_cli_paired_and_cells(tmp_path: Path, capsys) -> None:
     data = write_set(tmp_path / "data", "d", qa_items(2))
@@ -461,24 +277,6 @@ def test_cli_paired_and_cells(tmp_path: Path, capsys) -> None:
 
 
 # ---------------------------------------------------------------- grouped by a field
-
-def test_field_groups_read_the_record_or_the_datasets_item(tmp_path: Path) -> None:
-    data = write_set(tmp_path / "data", "d", [
-        {**item, "conflict_type": kind, "meta": {"hops": hops}} for item, kind, hops in zip(
-            qa_items(3), ["temporal", "misleading", "temporal"], [2, 3, None])])
-    run = load_run(make_run(tmp_path, "r", "d", "cfrag", [
-        record("q0", True, extra={"cfrag": {"decision": "consensus"}}),
-        record("q1", False, extra={"cfrag": {"decision": "synthesis"}}),
-        record("q2", True, extra={"cfrag": {"decision": "consensus"}})]))
-    ids = ["q0", "q1", "q2"]
-    assert field_groups(run, "extra.cfrag.decision", ids) == {"consensus": ["q0", "q2"],
-                                                              "synthesis": ["q1"]}
-    assert field_groups(run, "item.conflict_type", ids, data) == {"temporal": ["q0", "q2"],
-                                                                  "misleading": ["q1"]}
-    assert field_groups(run, "item.meta.hops", ids, data) == {"2": ["q0"], "3": ["q1"],
-                                                              "–": ["q2"]}
-    assert field_groups(run, "extra.nothing.here", ["q0"]) == {"–": ["q0"]}
-
 
 def test_report_and_paired_comparison_by_a_field(tmp_path: Path) -> None:
     a = make_run(tmp_path, "a", "d", "cfrag", [

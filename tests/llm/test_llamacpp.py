@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +13,6 @@ from faithrag.errors import (
     ModelNotFoundError,
     RuntimeUnavailableError,
 )
-from faithrag.llm import llamacpp
 from faithrag.llm.base import (
     ChoiceRequest,
     GenerationRequest,
@@ -24,25 +21,13 @@ from faithrag.llm.base import (
     score_choices_under,
     user_prompt,
 )
-from faithrag.llm.llamacpp import DenseBias, LlamaCppLLM
+from faithrag.llm.llamacpp import LlamaCppLLM
 
 QUESTION = user_prompt("What is the capital of France? Answer with one word.")
 STORY = user_prompt("Write a long story about a dragon who learns to cook.")
 
 
 # ------------------------------------------------------------------------- no model needed
-def test_dense_bias_is_one_vector_added_in_place():
-    processor = DenseBias(TokenBias.from_mapping({1: 2.0, 4: -1.5, 99: 7.0}), n_vocab=6)
-    vector = processor.vector
-    first, second = np.zeros(6, np.float32), np.ones(6, np.float32)
-    assert processor(None, first) is first
-    processor(None, second)
-    assert processor.vector is vector  # the same dense vector serves every step
-    np.testing.assert_array_equal(first, [0, 2, 0, 0, -1.5, 0])  # id 99 is outside the vocab
-    np.testing.assert_array_equal(second, [1, 3, 1, 1, -0.5, 1])
-    assert DenseBias(None, 6).vector is None and DenseBias(TokenBias.empty(), 6).vector is None
-
-
 def test_missing_model_raises_model_not_found(tmp_path):
     with pytest.raises(ModelNotFoundError):
         LlamaCppLLM(str(tmp_path / "absent.gguf"))
@@ -56,24 +41,6 @@ def test_missing_runtime_names_the_llamacpp_extra_and_make_setup(tmp_path, monke
         LlamaCppLLM(str(fake))
     assert err.value.hint == "pip install 'faithrag[llamacpp]'"
     assert "make setup" in err.value.message
-
-
-class _ModelParams(ctypes.Structure):
-    _fields_ = [("n_gpu_layers", ctypes.c_int32), ("use_extra_bufts", ctypes.c_bool)]
-
-
-@pytest.mark.parametrize("build_info, cpu_amx, disabled", [
-    (b"CPU : AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |", True, True),
-    (b"CPU : AVX512 = 1 | REPACK = 1 |", True, False),  # our AMX-free build keeps repacking
-    (b"CPU : AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |", False, False),
-])
-def test_extra_buffer_types_off_only_for_amx_build_on_amx_cpu(monkeypatch, build_info, cpu_amx,
-                                                              disabled):
-    monkeypatch.setattr(llamacpp, "cpu_reports_amx", lambda: cpu_amx)
-    params = _ModelParams(0, True)
-    lib = SimpleNamespace(llama_print_system_info=lambda: build_info)
-    assert llamacpp._avoid_amx_crash(lib, params) is disabled
-    assert params.use_extra_bufts is not disabled
 
 
 # ------------------------------------------------------------------------- tiny model

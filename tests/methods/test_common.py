@@ -1,7 +1,16 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faithrag.methods.common import match_choice, render_passages
+from faithrag.llm.base import Message
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods.common import (
+    NO_EVIDENCE,
+    evidence_view,
+    fit,
+    match_choice,
+    render_passages,
+)
+from faithrag.types import Passage, Step, Trace
 
 CHOICES = ["Paris", "Paris, Texas", "London", "New York"]
 
@@ -68,3 +77,29 @@ def test_fit_records_what_the_prompts_of_a_step_held():
     assert len(loose.evidence) > len(tight.evidence)
     assert step.evidence["seen"] == [p.id for p in passages[:len(loose.evidence)]]
     assert cut_id not in step.evidence["cut"]  # held whole by the second prompt
+
+
+def test_the_evidence_view_lists_what_the_prompts_held_in_the_given_order():
+    given = [Passage(f"p{i}", f"text {i}") for i in range(4)]
+    trace = Trace()
+    with trace.step("generate", "drafts") as step:
+        step.evidence = {"seen": ["p2", "p0"], "cut": {}, "reason": "subsets"}
+    with trace.step("generate", "synthesis") as step:
+        step.evidence = {"seen": ["p2"], "cut": {"p2": "te"}, "reason": "the window"}
+    view = evidence_view(given, trace.steps)
+    assert [(p.id, p.text) for p in view.seen] == [("p0", "text 0"), ("p2", "te")]
+    assert (view.cut, view.dropped, view.reason) == (["p2"], ["p1", "p3"], "subsets")
+    assert view.summary() == {"given": 4, "seen": 2, "dropped": 2, "cut": ["p2"],
+                              "reason": "subsets"}
+
+
+def test_a_generator_that_frames_no_passage_saw_none_and_one_that_saw_all_gives_no_reason():
+    given = [Passage("p1", "a"), Passage("p2", "b")]
+    blind = evidence_view(given, [Step("generate", "closed_book")])
+    assert (blind.seen, blind.dropped, blind.reason) == ([], ["p1", "p2"], NO_EVIDENCE)
+    step = Step("generate", "vanilla")
+    fit(FakeLLM(), lambda texts: (Message("user", " ".join(texts)),), given, 16, step)
+    full = evidence_view(given, [step])
+    assert ([p.id for p in full.seen], full.dropped, full.cut, full.reason) == (
+        ["p1", "p2"], [], [], "")
+    assert step.evidence["reason"].startswith("the model's context window (4096 tokens")

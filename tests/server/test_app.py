@@ -1,5 +1,8 @@
 """The HTTP API end to end over a real socket, around the fake LLM: answers, traces, every kind
-of bad request, errors raised inside the pipeline, and concurrent clients."""
+of bad request, errors raised inside the pipeline, concurrent clients, and the passages a
+response lists being exactly the ones in the generator's prompt (checked against the prompt the
+model received, with 1,000 passages posted and a context window that holds a fraction of
+them)."""
 
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from faithrag.errors import (
     ServerUnreachableError,
 )
 from faithrag.llm.fake import FakeLLM
+from faithrag.methods.vanilla import VanillaRAG
 from faithrag.pipeline import Pipeline
 from faithrag.retrieval import InMemoryRetriever
+from faithrag.server import Limits
 from faithrag.types import Answer, Passage
 
 CANBERRA = "Canberra has been the capital of Australia since 1913."
@@ -390,3 +395,48 @@ def test_the_schema_describes_every_route_and_the_docs_load_without_a_network(st
         assert f"'{asset}'" in page or f'"{asset}"' in page, asset
         assert client.get(asset).status == 200
     assert "cdn" not in page.lower()
+
+
+def prompt_of(llm: FakeLLM) -> str:
+    (call,) = llm.calls
+    return next(m.content for m in reversed(call.messages) if m.role == "user")
+
+
+def test_a_thousand_posted_only_those_that_fit_are_listed_and_the_rest_counted(start_server):
+    llm = FakeLLM(default="0417", context_window=4096)
+    client = start_server(llm=llm, limits=Limits(max_passages=1000))
+    posted = [{"id": f"r{i}", "text": f"Record {i}: the gate code of block {i} is {i:04d}."}
+              for i in range(1000)]
+    result = client.ask({"question": "What is the gate code of block 417?",
+                         "passages": posted}).json()
+    prompt = prompt_of(llm)
+    seen, evidence = result["passages"], result["evidence"]
+    assert 20 < len(seen) < 200
+    assert [p["id"] for p in seen] == [p["id"] for p in posted[:len(seen)]]
+    assert evidence == {"given": 1000, "seen": len(seen), "dropped": 1000 - len(seen),
+                        "cut": [seen[-1]["id"]], "reason": evidence["reason"]}
+    assert evidence["reason"].startswith("the model's context window (4096 tokens")
+    for passage in seen:
+        assert f"\n{passage['text'].strip()}\n</passage>" in prompt
+    last_posted = posted[len(seen) - 1]["text"]
+    assert last_posted.startswith(seen[-1]["text"]) and seen[-1]["text"] != last_posted
+    assert posted[len(seen)]["text"] not in prompt  # the first dropped one is not in the prompt
+
+
+def test_when_everything_fits_nothing_is_dropped(start_server):
+    client = start_server(llm=FakeLLM(default="Canberra"))
+    result = client.ask({"question": "q?", "passages": [{"text": "a"}, {"text": "b"}]}).json()
+    assert [p["text"] for p in result["passages"]] == ["a", "b"]
+    assert result["evidence"] == {"given": 2, "seen": 2, "dropped": 0, "cut": [], "reason": ""}
+
+
+def test_the_ask_response_is_the_results_data(start_server):
+    from faithrag.server.app import AskResult
+
+    client = start_server(llm=FakeLLM(default="Canberra"))
+    body = client.ask({"question": "q?", "passages": [{"text": CANBERRA}]}).json()
+    result = Pipeline(VanillaRAG(FakeLLM(default="Canberra"))).run(
+        "q?", passages=[Passage("p1", CANBERRA, source="request")])
+    data = result.to_dict()
+    assert set(AskResult.model_fields) == set(data) == set(body)
+    assert body["passages"] == data["passages"] and body["evidence"] == data["evidence"]

@@ -3,8 +3,6 @@ the registered stages and the limits, before any work."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from pydantic import ValidationError
 
@@ -13,10 +11,10 @@ from faithrag.server.errors import RequestError
 from faithrag.server.settings import Limits
 from faithrag.server.stages import Stages, registered_stages
 
-DEFAULTS = PipelineChoice("cot_json", "crossval", "antisyco", 4, detect="watch",
-                          on_conflict="surface")
+DEFAULTS = PipelineChoice.of({"generator": "cot_json", "reranker": "crossval",
+                             "verifier": "antisyco", "detector": "watch"}, 4, "surface")
 STAGES = registered_stages()
-DETECTING = replace(STAGES, detectors=("watch", "wide"))
+DETECTING = {**STAGES, "detector": ("watch", "wide")}
 
 
 def parse(body: dict, limits: Limits | None = None, stages: Stages = DETECTING):
@@ -34,7 +32,7 @@ def test_given_fields_override_and_null_switches_a_stage_off():
     request = parse({"question": "q?", "method": "csrag", "rerank": None, "verify": None,
                      "detect": None, "on_conflict": "abstain", "k": 9, "choices": ["A", "B"]},
                     stages=STAGES)
-    assert request.choice == PipelineChoice("csrag", None, None, 9, None, "abstain")
+    assert request.choice == PipelineChoice.of({"generator": "csrag"}, 9, "abstain")
     assert request.question.choices == ["A", "B"]
 
 
@@ -51,10 +49,11 @@ def test_an_empty_passage_list_is_kept_as_no_evidence():
 
 
 def test_stage_names_are_checked_against_the_given_registry():
-    stages = Stages(methods=("vanilla",), rerankers=("mine",), verifiers=())
+    stages: Stages = {"generator": ("vanilla",), "reranker": ("mine",), "verifier": (),
+                      "detector": ()}
     assert parse({"question": "q?", "method": "vanilla", "rerank": "mine", "verify": None,
-                  "detect": None}, stages=stages).choice == PipelineChoice(
-        "vanilla", "mine", None, 4, None, "surface")
+                  "detect": None}, stages=stages).choice == PipelineChoice.of(
+        {"generator": "vanilla", "reranker": "mine"}, 4, "surface")
     with pytest.raises(RequestError, match="Unknown method 'csrag'") as refused:
         parse({"question": "q?", "method": "csrag"}, stages=stages)
     assert refused.value.hint == "Choose one of: vanilla."
@@ -62,7 +61,7 @@ def test_stage_names_are_checked_against_the_given_registry():
 
 def test_a_detector_is_chosen_by_name_and_null_or_a_left_out_policy_is_the_default():
     chosen = parse({"question": "q?", "detect": "wide", "on_conflict": None}).choice
-    assert (chosen.detect, chosen.on_conflict) == ("wide", "surface")
+    assert (chosen.name("detector"), chosen.on_conflict) == ("wide", "surface")
     assert parse({"question": "q?", "on_conflict": "resolve"}).choice.on_conflict == "resolve"
 
 
@@ -79,7 +78,7 @@ def test_an_unknown_detector_or_policy_is_a_400_naming_the_valid_ones(field, val
 
 
 def test_a_detector_on_a_server_that_has_none_is_refused_saying_so():
-    none = Stages(methods=("vanilla",), rerankers=(), verifiers=())
+    none: Stages = {"generator": ("vanilla",), "reranker": (), "verifier": (), "detector": ()}
     with pytest.raises(RequestError) as refused:
         parse({"question": "q?", "method": "vanilla", "rerank": None, "verify": None,
                "detect": "watch"}, stages=none)

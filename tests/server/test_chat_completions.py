@@ -63,7 +63,7 @@ def test_the_model_name_picks_the_method_and_the_extension_the_stages(start_serv
     server = start_server(llm=FakeLLM(default="[2] > [1]"))
     client = client_for(server)
     names = [m.id for m in client.models.list()]
-    assert names == ["faithrag", *(f"faithrag/{m}" for m in registered_stages().methods)]
+    assert names == ["faithrag", *(f"faithrag/{m}" for m in registered_stages()["generator"])]
     reply = client.chat.completions.create(
         model="faithrag/closed_book", messages=[{"role": "user", "content": "Capital?"}],
         extra_body={"faithrag": {"rerank": "listwise", "k": 2,

@@ -267,8 +267,8 @@ def test_the_inspector_draws_a_conflicts_sides_next_to_each_other(start_server, 
     wait = WebDriverWait(driver, 30)
     wait.until(lambda d: len(Select(d.find_element(By.ID, "detect")).options) > 1)
     detect = Select(driver.find_element(By.ID, "detect"))
-    assert [o.text for o in detect.options] == ["(none)", *client.service.stages.detectors]
-    assert "test_silent" in client.service.stages.detectors
+    assert [o.text for o in detect.options] == ["(none)", *client.service.stages["detector"]]
+    assert "test_silent" in client.service.stages["detector"]
     on_conflict = Select(driver.find_element(By.ID, "on-conflict"))
     assert [o.text for o in on_conflict.options] == ["resolve", "surface", "abstain"]
     assert on_conflict.first_selected_option.text == "resolve"

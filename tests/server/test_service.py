@@ -53,7 +53,8 @@ def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
     assert built == [("vanilla", None, 5), ("closed_book", None, 5), ("vanilla", None, 2),
                      ("vanilla", "listwise", 5)]
     assert all(llm is svc.llm for llm in llms) and len(llms) == 4
-    assert svc.pipeline(PipelineChoice("vanilla", "listwise", None, 5)).reranker is not None
+    assert svc.pipeline(PipelineChoice.of({"generator": "vanilla", "reranker": "listwise"},
+                                          5)).reranker is not None
 
 
 def test_the_detector_and_the_conflict_policy_are_part_of_the_choice(conflict_stages,

@@ -62,9 +62,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from faithrag.answers import same_answer
-from faithrag.config import CFRAGConfig, Config
 from faithrag.llm.base import LLM
 from faithrag.methods.base import Retriever
 from faithrag.methods.cfrag import counterfactuals as cf
@@ -80,6 +80,7 @@ from faithrag.methods.cfrag.parsing import (
 )
 from faithrag.methods.cfrag.rationale import closest_sentence
 from faithrag.methods.cfrag.sampling import stratified_subsets
+from faithrag.methods.cfrag.settings import CFRAGConfig
 from faithrag.methods.cfrag.vectors import VectorMemo
 from faithrag.methods.common import generate, match_choice
 from faithrag.methods.conflicts import passages_side
@@ -98,6 +99,9 @@ from faithrag.types import (
     Step,
     Trace,
 )
+
+if TYPE_CHECKING:
+    from faithrag.config import Config
 
 SYNTHESIS_TOP = 3
 
@@ -251,6 +255,8 @@ class CFRAG:
         written = s.rationale == "generated"
         with trace.step("generate", "cfrag.drafts", m=len(subsets),
                         rationale=s.rationale) as step:
+            step.evidence["reason"] = ("the method drafts its answers from evidence subsets "
+                                       "it samples")
             requests = [draft_request(self.llm, question, [pool.passages[i] for i in subset],
                                       s.draft_tokens if written else self.answer_tokens,
                                       s.use_confidence, step, written)

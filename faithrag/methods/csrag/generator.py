@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from faithrag.answers import containment
-from faithrag.config import Config, CSRAGConfig
 from faithrag.errors import ConfigError
 from faithrag.llm.base import LLM, TokenBias
 from faithrag.methods.conflicts import passages_side
@@ -35,6 +34,7 @@ from faithrag.methods.cot_answer import answer_json, answer_json_scored
 from faithrag.methods.csrag.cache import JsonCache
 from faithrag.methods.csrag.facts import Facts, extract_facts
 from faithrag.methods.csrag.paraphrase import Paraphraser, Paraphrases
+from faithrag.methods.csrag.settings import CSRAGConfig
 from faithrag.methods.csrag.token_sets import content_token_ids, csrag_bias, decode_ids
 from faithrag.methods.option_scoring import answer_by_scoring
 from faithrag.methods.plain_answer import answer_plain
@@ -52,6 +52,7 @@ from faithrag.types import (
 )
 
 if TYPE_CHECKING:
+    from faithrag.config import Config
     from faithrag.retrieval.retriever import Retriever
 
 

@@ -331,3 +331,14 @@ def test_a_consensus_is_no_conflict():
     assert [(c.kind, c.status) for c in arbitration.checks] == [
         ("passage_vs_passage", "no_conflict")]
     assert registry.stage("generator", "cfrag").reports_conflicts
+
+
+def test_the_generator_view_is_the_drafted_evidence_and_says_it_was_sampled():
+    _, generator = make()
+    result = Pipeline(generator).run(QUESTION, passages=list(PASSAGES))
+    steps = {s.name: s for s in result.trace.steps}
+    drafted = {pid for h in steps["cfrag.drafts"].outputs["hypotheses"] for pid in h["evidence"]}
+    view = result.evidence
+    assert {p.id for p in view.seen} == drafted & {p.id for p in PASSAGES}
+    assert view.dropped and view.reason == (
+        "the method drafts its answers from evidence subsets it samples")
