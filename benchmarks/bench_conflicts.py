@@ -35,15 +35,25 @@ poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisoned
             PoisonedRAG question without clean evidence finds unrelated passages); a third
             counts the passage flags alone (`numeric`'s poison is a copy of a clean passage with
             another value, so it disagrees with that passage when both are retrieved).
-surface     RAMDocs answered three ways on the same items, from two runs per item. surface:
+lookalike   items of a QA set (`popqa` or `hotpotqa_distractor`) with their own passages and
+            `--distractors N` lookalike passages of other items (faithrag.eval.distractors: the
+            most similar by BM25 that hold none of the item's answers): negatives only. Flag:
+            `passage_vs_passage` or `ambiguous`; a second row any check. Its figure is the
+            false-alarm rate.
+surface     RAMDocs answered two ways on the same items, from one run per item. surface:
             vanilla with detect and on_conflict=surface; plain RAG: the same run's answer
             before the policy (`resolved_answer`; the detect step runs after the answer and
-            changes nothing, so it is plain RAG's answer). resolve: the stage that resolves
-            passage conflicts today (crossval re-ranking), on_conflict=resolve (the default;
-            a detect step would not change its answer, so it is left out). Strict criterion
-            (RAMDocs'): the answer contains every gold answer and no wrong answer
-            (SQuAD-normalised token containment, faithrag.answers.containment); wrong answers
-            are the misinfo documents' `doc_answer`s that are not also a gold answer.
+            changes nothing, so it is plain RAG's answer). Strict criterion (RAMDocs'): the
+            answer contains every gold answer and no wrong answer (SQuAD-normalised token
+            containment, faithrag.answers.containment); wrong answers are the misinfo
+            documents' `doc_answer`s that are not also a gold answer. RAMDocs' document labels
+            also score the sides: the share of misinformation documents that a passage
+            conflict put on a side holding no correct document.
+
+Splits: `--offset M` skips the first M items (pairs for `passages`; file positions for
+`ambiguity` and `surface`, so both read one range): thresholds are chosen on the first items
+(`thresholds` prints each flag at candidate values from a run's records) and reported on the
+items after them.
 
 A flag over several kinds is "conflict" when any of them says conflict, else "could not tell"
 when any could not tell, else "no conflict". Items whose flag could not tell are counted apart
