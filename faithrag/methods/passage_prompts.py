@@ -1,7 +1,7 @@
-"""Prompts over retrieved passages that several stages ask: what answer one passage gives on its
-own (SIDE_SYSTEM, SIDE_INSTRUCTION: crossval's answer verdict and the conflict detector's
-per-passage reading), and whether two passages speak of the same subject
-(`same_subject_log_odds`: crossval's ambiguity check and the detector's)."""
+"""Prompts over retrieved passages shown one or two at a time: what answer one passage gives on
+its own (SIDE_SYSTEM, SIDE_INSTRUCTION: crossval's answer verdict), and whether two passages
+speak of the same subject (`same_subject_log_odds`: crossval's ambiguity check). The conflict
+detector asks both over all passages at once, in its own module."""
 
 from __future__ import annotations
 
