@@ -103,8 +103,8 @@ from faithrag.llm.framing import neutralise_tags
 from faithrag.methods.common import fit, generate, match_choice, question_block
 from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
+from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE, passages_head, render_prompt
 from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
-from faithrag.methods.plain_answer import passages_head, render_prompt
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import CHOICES as YES_NO
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
@@ -124,9 +124,7 @@ if TYPE_CHECKING:
     from faithrag.config import Config
     from faithrag.retrieval.retriever import Retriever
 
-MEMORY_SYSTEM = "Answer from your own knowledge."
-FREE_FORM = "Answer with a short phrase only, no explanation."
-MULTIPLE_CHOICE = "Answer with the text of exactly one option, nothing else."
+MEMORY_SYSTEM = "Answer from your own knowledge."  # with the plain prompt's answer instructions
 READ_FREE_FORM = (
     'Passage {n} begins: "{start}"\n\nWhat answer to the question does passage {n} alone give? '
     'Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED" if passage {n} does '
