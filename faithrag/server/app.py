@@ -67,14 +67,21 @@ class ServerInfo(BaseModel):
     method: str
 
 
-# `/v1/methods`: per stage kind (faithrag.registry.KINDS) its registered stages under its
-# `listing` and its default under its `key`
+# `/v1/methods`: the stage kinds (faithrag.registry.KINDS) under `stages`, and per kind its
+# registered stages under its `listing` and its default under its `key`
 Defaults = create_model(
     "Defaults", __module__=__name__,
     **{entry.key: (str | None if entry.optional else str, ...) for entry in registry.KINDS},
     on_conflict=(str, ...), k=(int, ...))
+class StageKindInfo(BaseModel):
+    key: str
+    listing: str
+    label: str
+    optional: bool
+
+
 MethodsInfo = create_model(
-    "MethodsInfo", __module__=__name__,
+    "MethodsInfo", __module__=__name__, stages=(list[StageKindInfo], ...),
     **{entry.listing: (list[str], ...) for entry in registry.KINDS},
     on_conflict=(list[str], ...), defaults=(Defaults, ...), retrieval=(bool, ...))
 

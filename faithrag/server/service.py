@@ -113,9 +113,13 @@ class AskService:
 
     def methods(self) -> dict[str, Any]:
         """The registered stages and conflict policies, for the inspector's selectors, and this
-        server's defaults."""
+        server's defaults. `stages` lists the stage kinds in registry.KINDS order: each one's
+        request field (`key`), its field here (`listing`), its `label`, and whether it can be
+        left unset (`optional`)."""
         d = self.defaults
         return {
+            "stages": [{"key": entry.key, "listing": entry.listing, "label": entry.label,
+                        "optional": entry.optional} for entry in registry.KINDS],
             **{entry.listing: list(self.stages[entry.kind]) for entry in registry.KINDS},
             "on_conflict": list(ON_CONFLICT),
             "defaults": {**{entry.key: d.name(entry.kind) for entry in registry.KINDS},

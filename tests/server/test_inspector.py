@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from faithrag import registry
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.vanilla import VanillaRAG
@@ -67,6 +68,8 @@ class Element {
   append(...nodes) { this.children.push(...nodes); }
   replaceChildren(...nodes) { this.children = []; this.text = ""; this.append(...nodes); }
   addEventListener(type, listener) { this.listeners[type] = listener; }
+  set id(id) { this.elementId = id; byId[id] = this; }
+  get id() { return this.elementId; }
 }
 const byId = {};
 const document = {
@@ -98,6 +101,7 @@ async function fetch(path, init) {
     selects: { method: options("method"), rerank: options("rerank"), verify: options("verify"),
                detect: options("detect"), onConflict: options("on-conflict") },
     chosen: { method: $("method").value, k: $("k").value },
+    stages: $("stages").children.map((label) => [label.text, label.children[0].id]),
   }));
 })().catch((error) => { console.error(error.stack); process.exit(1); });
 """
@@ -148,6 +152,11 @@ def test_the_script_draws_a_real_result_as_text(start_server, tmp_path):
     assert drawn["shown"] and drawn["status"] == ""
     assert drawn["selects"]["method"] == replies["/v1/methods"]["methods"]
     assert drawn["selects"]["rerank"] == ["", *replies["/v1/methods"]["rerankers"]]
+    # one selector per stage kind, drawn from /v1/methods: the page names none of them itself
+    assert drawn["stages"] == [[entry.label[0].upper() + entry.label[1:] + " ", entry.key]
+                               for entry in registry.KINDS]
+    assert all(f'"{entry.key}"' not in client.get("/").body.decode() for entry in registry.KINDS)
+    assert drawn["selects"]["verify"] == ["", *replies["/v1/methods"]["verifiers"]]
     assert drawn["selects"]["detect"] == ["", *replies["/v1/methods"]["detectors"]]
     assert drawn["selects"]["onConflict"] == ["resolve", "surface", "abstain"]
     assert drawn["chosen"] == {"method": "vanilla", "k": 5}
