@@ -426,7 +426,7 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
     surfaced = {r["item"]: r for r in records
                 if r["command"] == "surface" and r["way"] == "surface"}
     ways = WAYS if command == "surface" else {None: DETECT}
-    pipelines = {way: Pipeline.from_parts(configure(None, **settings, **stages), llm)
+    pipelines = {way: Pipeline.from_parts(configure(None, plain=True, **settings, **stages), llm)
                  for way, stages in ways.items()}
     with path.open("a") as sink:
         for number, case in enumerate(cases):

@@ -208,8 +208,8 @@ def run(llms: dict[str, LLM], cases: list[Case], retriever: Retriever, kb: str,
     Pipeline.from_config keywords applied to every stage (e.g. csrag__paraphrase_tokens)."""
     records_path = out / "records.jsonl"
     done = {(r["item"], r["stage"], r["backend"]) for r in read_records(records_path)}
-    base = configure(None, k=k, use_cache=False, csrag__cache_facts=False, antisyco__kb=kb,
-                     **settings)
+    base = configure(None, plain=True, k=k, use_cache=False, csrag__cache_facts=False,
+                     antisyco__kb=kb, **settings)
     pipelines = {(stage, backend): Pipeline.from_parts(configure(base, **STAGES[stage][0]),
                                                        llms[backend], retriever)
                  for stage in stages for backend in BACKENDS}

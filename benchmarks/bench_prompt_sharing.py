@@ -57,7 +57,8 @@ from faithrag.types import Question, Trace
 
 def cfrag_prefix(args: argparse.Namespace) -> int:
 
-    config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads})
+    config = Config.load(None, {**registry.PLAIN_RAG, "llm.model": args.model,
+                                "llm.n_threads": args.threads})
     max_tokens = config.cfrag.counterfactual_tokens
     llm = load_llm(config.llm)
     rows = []
@@ -125,7 +126,8 @@ def summarise(rows: list[dict]) -> dict:
 
 def crossval_prefix(args: argparse.Namespace) -> int:
 
-    config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads,
+    config = Config.load(None, {**registry.PLAIN_RAG, "llm.model": args.model,
+                                "llm.n_threads": args.threads,
                                 "rerank.verdict": "support"})
     llm = load_llm(config.llm)
     reranker = registry.build("reranker", "crossval", llm, config)
@@ -174,7 +176,8 @@ def timed(fn) -> float:
 def cfrag_batching(args: argparse.Namespace) -> int:
 
     # the scorer does not touch the drafts: the bi-encoder keeps the preliminary run short
-    config = Config.load(None, {"llm.model": args.model, "llm.n_threads": args.threads,
+    config = Config.load(None, {**registry.PLAIN_RAG, "llm.model": args.model,
+                                "llm.n_threads": args.threads,
                                 "pipeline.method": "cfrag", "cfrag.scorer": "bi_encoder"})
     dataset = load_dataset(args.dataset, args.data_dir)
     injector = DistractorPool(dataset)

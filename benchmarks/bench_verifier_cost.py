@@ -148,7 +148,7 @@ def run(llm: LLM, setting: HostileSetting, retrieval: str, kb: Callable[[Config]
     variants_path.write_text(json.dumps(variants) + "\n")
     records_path = out / "records.jsonl"
     done = {r["item"] for r in read_records(records_path)}
-    base = configure(None, k=k, use_cache=False, **settings)
+    base = configure(None, plain=True, k=k, use_cache=False, **settings)
     retriever = setting_retriever(setting, retrieval, base.retrieval.mode)
     draft_pipeline = Pipeline.from_parts(configure(base, method="vanilla"), llm, retriever)
     verifiers = {}
@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> None:
         after = keywords(parse_set_options(args.after))
         settings = keywords(parse_set_options(args.settings))
         for changes in (before or {}, after):  # bad settings fail here, before any model loads
-            configure(None, verify="antisyco", **{**settings, **changes})
+            configure(None, plain=True, verify="antisyco", **{**settings, **changes})
 
         def kb(config: Config) -> str:
             chunking = f"{config.antisyco.kb_chunk_tokens}-{config.antisyco.kb_chunk_overlap}"

@@ -100,21 +100,33 @@ class GenerationConfig(Section):
 
 
 class _PipelineSection(Section):
+    @model_validator(mode="before")
+    @classmethod
+    def _none_means_no_stage(cls, data: Any) -> Any:
+        """An optional kind's key given as "none" (any case) runs no stage of that kind."""
+        if not isinstance(data, dict):
+            return data
+        return {key: None if (isinstance(value, str) and value.lower() == registry.NONE
+                              and key in _OPTIONAL_KEYS) else value
+                for key, value in data.items()}
+
     def stages(self) -> list[tuple[str, str]]:
         """(kind, name) of each stage that runs, in pipeline order."""
         return [(entry.kind, getattr(self, entry.key)) for entry in registry.run_order()
                 if getattr(self, entry.key) is not None]
 
 
+_OPTIONAL_KEYS = frozenset(entry.key for entry in registry.KINDS if entry.optional)
+
 # one key per stage kind (faithrag.registry.KINDS), then the conflict policy
 PipelineConfig = create_model(
     "PipelineConfig", __base__=_PipelineSection, __module__=__name__,
     __doc__="Which stage runs at each step; names come from faithrag.registry.",
     **{entry.key: (str, Field(entry.default, description=entry.doc)) if not entry.optional
-       else (str | None, Field(None, description=f"{entry.doc}; unset: none"))
+       else (str | None, Field(entry.default, description=f'{entry.doc}; "none": none'))
        for entry in registry.KINDS},
     on_conflict=(Literal["resolve", "surface", "abstain"], Field(
-        "resolve", description="what the answer does when a stage reports a conflict. "
+        "surface", description="what the answer does when a stage reports a conflict. "
         "resolve: the stages' own decision; surface: give each reading with its sources; "
         "abstain: say the evidence conflicts and show the sides")))
 

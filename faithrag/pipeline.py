@@ -112,13 +112,17 @@ class Result:
 
 
 def configure(config: Config | str | Path | None = None,
-              overrides: Mapping[str, Any] | None = None, **settings: Any) -> Config:
+              overrides: Mapping[str, Any] | None = None, *, plain: bool = False,
+              **settings: Any) -> Config:
     """A validated Config: `config` (a Config, a TOML path, or None for the defaults) with
-    dotted `overrides` ({"csrag.alpha": -3}) and keyword `settings` applied (SETTING_ALIASES,
-    other keywords as `section__key`). Unknown stage names, unknown keys and bad values raise
-    ConfigError here, before anything loads; a given Config is not changed."""
-    overrides = {**(overrides or {}),
-                 **{SETTING_ALIASES.get(key, key.replace("__", ".")): value
+    dotted `overrides` ({"csrag.alpha": -3}, None values skipped) and keyword `settings` applied
+    (SETTING_ALIASES, other keywords as `section__key`; a stage kind's keyword given as None,
+    `rerank=None`, runs no stage of that kind). `plain` applies registry.PLAIN_RAG (plain RAG)
+    first, under `overrides` and `settings`. Unknown stage names, unknown keys and bad values
+    raise ConfigError here, before anything loads; a given Config is not changed."""
+    overrides = {**(registry.PLAIN_RAG if plain else {}), **(overrides or {}),
+                 **{SETTING_ALIASES.get(key, key.replace("__", ".")):
+                    registry.NONE if value is None and key in _OPTIONAL_KIND_KEYS else value
                     for key, value in settings.items()}}
     if isinstance(config, Config):
         data = config.model_dump()
@@ -175,7 +179,7 @@ class Pipeline:
                     docs: str | Path | None = None, index: str | Path | None = None,
                     passages: Sequence[Passage] | None = None,
                     retriever: Retriever | None = None, kb: str | Path | None = None,
-                    **settings: Any) -> Pipeline:
+                    plain: bool = False, **settings: Any) -> Pipeline:
         """The pipeline `config` describes.
 
         - `config`: a Config, a TOML file, or None for the defaults; `settings` override it
@@ -185,16 +189,24 @@ class Pipeline:
           memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
           `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
           With none, questions are answered from the passages given to `run`.
-        - `kb`: the trusted knowledge base of the antisyco verifier (sets antisyco.kb).
+        - The default pipeline answers (`vanilla`), removes passages that look injected
+          (`poison_filter`), reports the conflicts the evidence holds (`conflicts`) and, where
+          the passages disagree or the question is ambiguous, gives each reading with its
+          sources (`on_conflict="surface"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
+          the generator alone); a stage keyword set to None (`detect=None`) runs none of
+          its kind.
+        - `kb`: a trusted knowledge base: sets antisyco.kb and, unless `verify` is given,
+          verifies with antisyco against it.
         - `llm`: a loaded model (faithrag.load_llm, or faithrag.FakeLLM in tests); loaded from
           `config.llm` when not given.
 
         The configuration is validated and the evidence opened before the model loads, so a
         wrong name or path fails fast."""
         _check_arguments(config, llm, docs, index, passages, retriever, kb)
-        if kb is not None:
+        if kb is not None:  # a trusted source given is a source to verify against
             settings["antisyco__kb"] = str(kb)
-        config = configure(config, **settings)
+            settings.setdefault("verify", "antisyco")
+        config = configure(config, plain=plain, **settings)
         check_stages(config)
         sources = [name for name, value in (("docs", docs), ("index", index),
                                             ("passages", passages), ("retriever", retriever))
@@ -345,6 +357,7 @@ def make_question(question: Question | str, choices: Sequence[str] | None = None
 
 
 _KIND_NAMES = tuple(entry.kind for entry in registry.KINDS)
+_OPTIONAL_KIND_KEYS = frozenset(entry.key for entry in registry.KINDS if entry.optional)
 
 
 def require_stage(kind: registry.Kind, value: Any) -> Any:

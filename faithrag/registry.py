@@ -76,8 +76,9 @@ class StageKind:
     - `order`: its place in a run (sorted ascending; retrieval comes first).
     - `listing`: its field of `/v1/methods`; `doc` the configuration key's meaning and `cli`
       the flag's help, each followed by what the flag lists or leaving it unset means.
-    - `default`: the stage run when the configuration names none; a kind with a default
-      always runs one (the generator), the others are off unless named."""
+    - `default`: the stage the default pipeline runs (None: none); `plain` the one plain RAG
+      runs (PLAIN_RAG: the generator's default, no other stage). A kind whose `plain` is None
+      is `optional`: its key can be set to "none" (None from Python) to run no stage of it."""
 
     kind: str
     key: str
@@ -90,6 +91,7 @@ class StageKind:
     cli: str
     reads_answer: bool = False
     default: str | None = None
+    plain: str | None = None
 
     @property
     def flag(self) -> str:
@@ -101,24 +103,26 @@ class StageKind:
 
     @property
     def optional(self) -> bool:
-        return self.default is None
+        return self.plain is None
 
+
+NONE = "none"  # an optional kind's key set to this runs no stage of the kind
 
 # The stage kinds, in the order they are listed to users (flags, configuration keys,
 # /v1/methods); `order` is the order they run in.
 KINDS: tuple[StageKind, ...] = (
     StageKind("generator", "method", "method", "generate", "answer", 20, "methods",
               doc="the answer generator", cli="answer method",
-              default="vanilla"),
+              default="vanilla", plain="vanilla"),
     StageKind("reranker", "rerank", "re-ranker", "rerank", "passages", 10, "rerankers",
-              doc="the re-ranker", cli="re-ranking stage"),
+              doc="the re-ranker", cli="re-ranking stage", default="poison_filter"),
     StageKind("verifier", "verify", "verifier", "verify", "answer", 30, "verifiers",
               doc="the verifier", cli="verification stage",
               reads_answer=True),
     StageKind("detector", "detect", "conflict detector", "detect", "conflicts", 40, "detectors",
               doc="the conflict detector: reports the conflicts the evidence holds and changes "
                   "nothing", cli="conflict detector, reports and changes nothing",
-              reads_answer=True),
+              reads_answer=True, default="conflicts"),
 )
 
 
@@ -128,6 +132,12 @@ def stage_kind(name: str) -> StageKind:
         if entry.kind == name:
             return entry
     raise ValueError(f"unknown stage kind {name!r}; one of {', '.join(k.kind for k in KINDS)}")
+
+
+# Plain RAG as dotted configuration overrides: each kind's `plain` stage (the generator alone),
+# the stages' own answer kept (`Pipeline.from_config(plain=True)`, `--plain`).
+PLAIN_RAG: dict[str, str] = {**{entry.config_key: entry.plain or NONE for entry in KINDS},
+                             "pipeline.on_conflict": "resolve"}
 
 
 def run_order() -> list[StageKind]:
@@ -173,6 +183,8 @@ def register(kind: Kind, name: str, *, section: str | None = None, choices: bool
     from faithrag import config, sections  # the core sections, and the registered ones
 
     label = stage_kind(kind).label  # ValueError for an unknown kind
+    if name.lower() == NONE:
+        raise ValueError(f"{label} {name!r}: the name means no stage of its kind")
     unknown = set(reports_conflicts) - set(CONFLICT_KINDS)
     if unknown:
         raise ValueError(f"{label} {name!r}: unknown conflict kinds {sorted(unknown)}")

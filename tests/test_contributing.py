@@ -36,7 +36,7 @@ from faithrag.server.service import AskService
 EVIDENCE = [Passage("p1", "Canberra is the capital of Australia.")]
 out = {"order": [entry.kind for entry in registry.run_order()]}
 result = Pipeline.from_config(llm=FakeLLM(default="canberra"), passages=EVIDENCE,
-                              resolve="upper").run("What is the capital of Australia?")
+                              plain=True, resolve="upper").run("What is the capital of Australia?")
 out["answer"], out["steps"] = result.answer.text, [s.stage for s in result.trace.steps]
 out["keys"] = list(Config().pipeline.model_dump())
 out["documented"] = "| `resolve` | str or null |" in reference()
@@ -45,7 +45,8 @@ out["flag"] = config_from_args(parser.parse_args(["ask", "q?", "--resolve", "upp
                                ).pipeline.resolve
 ask = parser._subparsers._group_actions[0].choices["ask"]
 out["help"] = "conflict resolver: upper" in " ".join(ask.format_help().split())
-service = AskService(Config.load(None, {"llm.backend": "fake", "pipeline.resolve": "upper"}),
+service = AskService(Config.load(None, {**registry.PLAIN_RAG, "llm.backend": "fake",
+                                        "pipeline.resolve": "upper"}),
                      FakeLLM(default="canberra"), None, Pipeline.from_parts)
 methods = service.methods()
 out["methods"] = [methods["resolvers"], methods["defaults"]["resolve"]]

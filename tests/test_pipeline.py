@@ -101,10 +101,33 @@ def test_from_config_indexes_docs_and_retrieves_from_them(tmp_path):
     docs = write_docs(tmp_path / "docs", tower="The Eiffel Tower was completed in 1889.",
                       bridge="The Golden Gate Bridge opened in 1937.")
     llm = FakeLLM(default="1889")
-    result = Pipeline.from_config(docs=docs, llm=llm, k=1).run("When was the Eiffel Tower done?")
+    result = Pipeline.from_config(docs=docs, llm=llm, k=1, plain=True).run(
+        "When was the Eiffel Tower done?")
     assert result.answer.text == "1889"
     assert len(result.passages) == 1 and result.passages[0].id.endswith("tower.txt#0")
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"]
+
+
+def test_the_default_pipeline_filters_answers_and_detects_and_plain_rag_only_answers(tmp_path):
+    docs = write_docs(tmp_path / "docs", tower="The Eiffel Tower was completed in 1889.",
+                      bridge="The Golden Gate Bridge opened in 1937.")
+    default = Pipeline.from_config(docs=docs, llm=FakeLLM(default="1889"))
+    assert (default.reranker.name, default.detector.name, default.on_conflict) == (
+        "poison_filter", "conflicts", "surface")
+    steps = [s.stage for s in default.run("When was the Eiffel Tower done?").trace.steps]
+    assert steps[:3] == ["retrieve", "rerank", "generate"] and "detect" in steps
+    for plain in (Pipeline.from_config(docs=docs, llm=FakeLLM(), plain=True),
+                  Pipeline.from_config(docs=docs, llm=FakeLLM(), rerank=None, detect=None,
+                                       on_conflict="resolve")):
+        assert list(plain.stages) == ["generator"] and plain.on_conflict == "resolve"
+    with_stage = Pipeline.from_config(docs=docs, llm=FakeLLM(), plain=True, detect="conflicts")
+    assert list(with_stage.stages) == ["generator", "detector"]
+
+
+def test_a_trusted_knowledge_base_given_is_verified_against(tmp_path):
+    kb = write_docs(tmp_path / "kb", tower="The Eiffel Tower was completed in 1889.")
+    assert Pipeline.from_config(llm=FakeLLM(), kb=kb).verifier.name == "antisyco"
+    assert Pipeline.from_config(llm=FakeLLM(), kb=kb, verify=None).verifier is None
 
 
 def test_from_config_applies_aliases_and_section_keys_without_touching_the_given_config():
@@ -308,8 +331,8 @@ def test_a_policy_is_checked_when_the_pipeline_is_configured():
     with pytest.raises(ConfigError, match="on_conflict"):
         Pipeline(VanillaRAG(FakeLLM()), on_conflict="guess")
     with pytest.raises(ConfigError) as caught:
-        Pipeline.from_config(llm=FakeLLM(), backend="fake", on_conflict="surface")
+        Pipeline.from_config(llm=FakeLLM(), backend="fake", on_conflict="surface", plain=True)
     assert "--detect conflicts" in caught.value.hint
     pipeline = Pipeline.from_config(llm=FakeLLM(), backend="fake", on_conflict="abstain",
-                                    detect="conflicts")
+                                    detect="conflicts", plain=True)
     assert pipeline.on_conflict == "abstain" and pipeline.detector is not None

@@ -114,6 +114,7 @@ def test_the_stages_that_report_conflicts_say_which_kinds():
 
 @pytest.mark.parametrize("settings, ok", [
     ({"pipeline.on_conflict": "surface"}, False),
+    ({"pipeline.on_conflict": "surface", "pipeline.rerank": "poison_filter"}, False),
     ({"pipeline.on_conflict": "abstain", "pipeline.method": "csrag"}, False),  # memory only
     ({"pipeline.on_conflict": "surface", "pipeline.detect": "conflicts"}, True),
     ({"pipeline.on_conflict": "abstain", "pipeline.rerank": "crossval"}, True),
@@ -121,6 +122,7 @@ def test_the_stages_that_report_conflicts_say_which_kinds():
     ({"pipeline.on_conflict": "resolve"}, True),
 ])
 def test_a_policy_that_acts_on_conflicts_needs_a_stage_that_reports_them(settings, ok):
+    settings = {**registry.PLAIN_RAG, **settings}
     if ok:
         Config.load(None, settings)
         return
@@ -150,3 +152,22 @@ def test_the_kinds_table_gives_each_kind_its_key_flag_and_call():
         registry.stage_kind("resolver")
     assert list(Config().pipeline.model_dump()) == [*(e.key for e in registry.KINDS),
                                                     "on_conflict"]
+
+
+def test_the_default_pipeline_reports_conflicts_and_plain_rag_is_one_setting_away():
+    defaults = Config().pipeline
+    assert (defaults.method, defaults.rerank, defaults.verify, defaults.detect,
+            defaults.on_conflict) == ("vanilla", "poison_filter", None, "conflicts", "surface")
+    plain = Config.load(None, registry.PLAIN_RAG).pipeline
+    assert plain.stages() == [("generator", "vanilla")] and plain.on_conflict == "resolve"
+
+
+@pytest.mark.parametrize("spelling", ["none", "None", "NONE"])
+def test_none_turns_an_optional_kind_off_and_is_no_stage_name(spelling, echo):
+    config = Config.load(None, {"pipeline.rerank": spelling, "pipeline.detect": spelling,
+                                "pipeline.on_conflict": "resolve"})
+    assert config.pipeline.rerank is None and config.pipeline.detect is None
+    with pytest.raises(ConfigError, match="Unknown method 'none'"):
+        Config.load(None, {"pipeline.method": spelling.lower()})
+    with pytest.raises(ValueError, match="means no stage"):
+        registry.register("reranker", spelling)(lambda llm, config, retriever: Echo())

@@ -35,13 +35,19 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     for entry in registry.KINDS:  # one flag per stage kind, listing its registered stages
         g.add_argument(entry.flag, dest=entry.key, help=f"{entry.cli}: "
                        f"{', '.join(registry.names(entry.kind))}"
-                       + (f" (default: {entry.default})" if entry.default else ""))
+                       + (f", or {registry.NONE}" if entry.optional else "")
+                       + f" (default: {entry.default or registry.NONE})")
+    g.add_argument("--plain", action="store_true",
+                   help="plain RAG: the " + registry.PLAIN_RAG["pipeline.method"] + " answer "
+                   "alone, no other stage, conflicts left to it (the stage flags given with "
+                   "it still apply)")
     g.add_argument("--on-conflict", choices=["resolve", "surface", "abstain"],
-                   help="when a stage reports conflicting sources: resolve (the stages decide, "
-                   "default), surface (give each reading with its sources), abstain (say the "
+                   help="when a stage reports conflicting sources: resolve (the stages decide), "
+                   "surface (give each reading with its sources, default), abstain (say the "
                    "evidence conflicts)")
-    g.add_argument("--kb", help="trusted knowledge base for --verify antisyco: an index "
-                   "directory, lancedb:URI, or a folder of documents (sets antisyco.kb)")
+    g.add_argument("--kb", help="a trusted knowledge base to verify answers against: an index "
+                   "directory, lancedb:URI, or a folder of documents (sets antisyco.kb; "
+                   "--verify antisyco unless --verify is given)")
     g.add_argument("-k", type=int, help="passages to retrieve")
     g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any configuration value, e.g. --set csrag.alpha=-3 (repeatable)")
@@ -67,7 +73,10 @@ def parse_set_options(items: list[str]) -> dict[str, Any]:
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
-    overrides: dict[str, Any] = {
+    """The configuration the command line describes: --config, then --plain (PLAIN_RAG), then
+    --kb's verifier, then each option given (an option left out changes nothing)."""
+    kb = getattr(args, "kb", None)
+    given: dict[str, Any] = {
         "llm.model": getattr(args, "model", None),
         "llm.backend": getattr(args, "llm", None),
         "llm.base_url": getattr(args, "base_url", None),
@@ -77,10 +86,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
         "llm.n_threads": getattr(args, "threads", None),
         **{entry.config_key: getattr(args, entry.key, None) for entry in registry.KINDS},
         "pipeline.on_conflict": getattr(args, "on_conflict", None),
-        "antisyco.kb": getattr(args, "kb", None),
+        "antisyco.kb": kb,
         "retrieval.k": getattr(args, "k", None),
         **parse_set_options(getattr(args, "set", None) or []),
     }
+    overrides = {**(registry.PLAIN_RAG if getattr(args, "plain", False) else {}),
+                 **({"pipeline.verify": "antisyco"} if kb else {}),
+                 **{key: value for key, value in given.items() if value is not None}}
     return Config.load(getattr(args, "config", None), overrides)
 
 

@@ -23,6 +23,9 @@ from faithrag.eval.datasets import load_dataset
 from faithrag.eval.executors import RayCluster
 from faithrag.eval.rank_runner import RankOptions, run_rank_eval
 from faithrag.eval.runner import FREE_FORM_METRICS, EvalSpec, run_eval
+from faithrag.eval.suite import SUITES, read_records, run_suite
+from faithrag.eval.suite_report import render_markdown, summarize
+from faithrag.eval.suite_slices import SLICES
 from faithrag.llm import load_llm
 from faithrag.llm.base import LLM
 from faithrag.pipeline import Pipeline
@@ -73,6 +76,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", metavar="ADDR",
                    help="join this Ray cluster (implies --ray), e.g. ray://head:10001")
     p.add_argument("--no-progress", action="store_true")
+    g = p.add_argument_group("suite")
+    g.add_argument("--suite", choices=sorted(SUITES),
+                   help="the mixed suite instead of --dataset: every slice answered by plain "
+                        "RAG and by the configured pipeline, paired (--limit: items per shard)")
+    g.add_argument("--per-slice", type=int, default=30, metavar="N",
+                   help="items sampled from each slice with --seed (default 30)")
+    g.add_argument("--slices", help=f"comma-separated slices (default all: {', '.join(SLICES)})")
+    g.add_argument("--shard", default="1/1", metavar="I/N",
+                   help="run every N-th item from the I-th, for N processes sharing --out")
+    g.add_argument("--report", action="store_true",
+                   help="with --suite: only write the report of the records in --out")
     add_model_options(p)
     add_method_options(p)
     p.set_defaults(run=run)
@@ -118,6 +132,8 @@ def needs(args: argparse.Namespace, config: Config) -> list[Need]:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if args.suite:
+        return run_suite_command(args, config)
     spec = spec_from_args(args, config.pipeline.method)
     require_extras(needs(args, config))  # before the run directory is written
     if args.ray or args.ray_address:
@@ -137,4 +153,31 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({k: summary[k] for k in ("n", "n_scored", "accuracy", "accuracy_ci",
                                               "parse_failures", "failed_items", "mean_seconds")},
                      indent=2))
+    return 0
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()):
+        raise ConfigError(f"Bad --shard {text!r}", "Give --shard I/N, e.g. --shard 1/2.")
+    return int(index), int(count)
+
+
+def run_suite_command(args: argparse.Namespace, config: Config) -> int:
+    """`--suite`: run (or resume) it, then write OUT/report.md and OUT/summary.json."""
+    out = Path(args.out)
+    if not args.report:
+        require_extras(model_needs(config) + knowledge_base_needs(config))
+        run_suite(config, out, suite=args.suite, per_slice=args.per_slice, seed=args.seed,
+                  slices=args.slices.split(",") if args.slices else None,
+                  data_dir=args.data_dir, shard=_shard(args.shard), limit=args.limit,
+                  progress=(lambda line: None) if args.no_progress else print)
+    records = read_records(out)
+    if not records:
+        raise ConfigError(f"No suite records in {out}", "Run without --report first.")
+    summary = summarize(records)
+    report = render_markdown(summary)
+    (out / "report.md").write_text(report)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(report, end="")
     return 0

@@ -182,13 +182,13 @@ def _rank_evaluator(spec: EvalSpec, config: Config, label: str, dataset_name: st
                     options: RankOptions, qa: dict[str, QAItem], llm: LLM
                     ) -> Callable[[RankItem], dict[str, Any]]:
     """evaluate_item with the re-ranker and (when answering) the generator built around `llm`."""
-    reranker = (Pipeline.from_config(config, llm=llm, rerank=spec.rerank).reranker
+    reranker = (Pipeline.from_config(config, llm=llm, plain=True, rerank=spec.rerank).reranker
                 if spec.rerank else None)
     generator = None
     if options.answer_top is not None:
         answer_llm: LLM = llm if options.answer_cache is None else AnswerCache(
             llm, options.answer_cache, backend_identity(config, model_identity(config)[1]))
-        generator = Pipeline.from_config(config, llm=answer_llm).generator
+        generator = Pipeline.from_config(config, llm=answer_llm, plain=True).generator
     return lambda item: evaluate_item(item, reranker, label, dataset_name, options, generator,
                                       qa.get(item.id))
 

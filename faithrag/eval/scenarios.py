@@ -84,6 +84,6 @@ def run_scenario(scenario: Scenario, llm: LLM, config: Config,
     retriever = InMemoryRetriever(chunk_documents(documents, config.retrieval.chunk_tokens,
                                                   config.retrieval.chunk_overlap),
                                   mode=config.retrieval.mode)
-    pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, verify="antisyco",
-                                    kb=kb or trusted_kb_dir())
+    pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, plain=True,
+                                    verify="antisyco", kb=kb or trusted_kb_dir())
     return ScenarioOutcome(scenario, pipeline.run(scenario.question))

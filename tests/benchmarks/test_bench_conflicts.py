@@ -367,7 +367,7 @@ def test_run_surface_answers_with_the_policy_and_keeps_plain_rags_answer(tmp_pat
                                                "ramdocs::0#c2": "misinfo",
                                                "ramdocs::0#c3": "noise"}
     # plain RAG's answer is the surface run's answer before the policy: what vanilla gives
-    plain = bench.Pipeline.from_parts(bench.configure(None, use_cache=False, method="vanilla"),
+    plain = bench.Pipeline.from_parts(bench.configure(None, plain=True, use_cache=False),
                                       llm).run(cases[0].question, cases[0].passages)
     assert records["surface"]["plain_answer"] == plain.answer.text
     # RAMDocs' strict criterion: plain misses Coldplay; surface has both golds and also the

@@ -520,7 +520,7 @@ def test_csrag_choices_question_costs_a_bounded_number_of_tokenizer_calls(tmp_pa
     server = ForcingServer(chat_text="Canberra is the capital of Australia.")
     llm = server_llm(server, context_window=4096)
     pipeline = Pipeline.from_config(llm=llm, docs=tmp_path, method="csrag_choices", k=2,
-                                    use_cache=False)
+                                    use_cache=False, plain=True)
     result = pipeline.run("Which city is the capital of Australia?",
                           choices=["Canberra", "Darwin", "Sydney"])
     assert result.answer.text in ("Canberra", "Darwin", "Sydney")

@@ -376,7 +376,8 @@ def test_from_config_builds_the_detector():
                                     backend="fake")
     assert isinstance(pipeline.detector, ConflictDetector)
     assert pipeline.detector.same_subject_threshold == 0.5
-    assert Pipeline.from_config(llm=llm, passages=PASSAGES, backend="fake").detector is None
+    assert Pipeline.from_config(llm=llm, passages=PASSAGES, backend="fake",
+                                plain=True).detector is None
     assert "conflicts" in registry.names("detector")
     assert Config.load(overrides={"pipeline.detect": "conflicts"}).pipeline.detect == "conflicts"
 
@@ -405,7 +406,7 @@ def ask(tmp_path, monkeypatch):
 
 
 def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask, capsys):
-    assert ask("--detect", "conflicts") == 0
+    assert ask("--plain", "--detect", "conflicts") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Answer: Mutemath"
     assert out[1] == "Conflicts (1):"
@@ -414,7 +415,7 @@ def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask
     assert sides[0].startswith('      "Mutemath" per [docs/p') and "p2" not in sides[0]
     assert sides[1] == '      "The Beatles" per [docs/p2.txt#0] (docs/p2.txt)'
 
-    assert ask("--detect", "conflicts", "--json") == 0
+    assert ask("--plain", "--detect", "conflicts", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["conflicts"][0]["stage"] == "conflicts"
     assert {c["kind"] for c in data["conflict_checks"]} == {
@@ -422,13 +423,18 @@ def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask
     assert data["on_conflict"] is None
 
 
-def test_cli_ask_on_conflict(ask, capsys):
-    assert ask("--detect", "conflicts", "--on-conflict", "surface") == 0
+@pytest.mark.parametrize("flags", [(), ("--plain", "--detect", "conflicts", "--on-conflict",
+                                         "surface")])
+def test_cli_ask_surfaces_the_readings_by_default_and_on_request(ask, capsys, flags):
+    assert ask(*flags) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Answer: ") and out[0].endswith("— the sources disagree")
     assert "The Beatles (per [docs/p2.txt#0])" in out[0] and "Mutemath (per [docs/p" in out[0]
     assert "surfaced" in out[2]
-    assert ask("--on-conflict", "abstain") == 2  # no stage reports conflicts
+
+
+def test_cli_ask_refuses_a_policy_with_nothing_to_act_on(ask, capsys):
+    assert ask("--plain", "--on-conflict", "abstain") == 2  # no stage reports conflicts
     assert "--detect conflicts" in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.pipeline import Pipeline
+from faithrag.registry import PLAIN_RAG
 from faithrag.server import AskService, FaithragServer, Limits, ServerSettings, create_app
 from faithrag.types import Conflict, ConflictCheck, ConflictSide
 
@@ -67,7 +68,7 @@ def start_server():
     def start(llm: Any = None, config: Config | None = None, retriever: Any = None,
               serialize_runs: bool = True, limits: Limits | None = None,
               build: Any = Pipeline.from_parts, **settings: Any) -> Client:
-        config = config or Config.load(overrides={"llm.backend": "fake"})
+        config = config or Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake"})
         service = AskService(config, llm or FakeLLM(default="Canberra"), retriever, build,
                              serialize_runs, limits)
         server = FaithragServer(create_app(service, ServerSettings(limits=service.limits,

@@ -23,6 +23,7 @@ from faithrag.errors import (
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.vanilla import VanillaRAG
 from faithrag.pipeline import Pipeline
+from faithrag.registry import PLAIN_RAG
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.server import Limits
 from faithrag.types import Answer, Passage
@@ -35,7 +36,7 @@ def last_user_message(request) -> str:
 
 
 def test_health_names_the_model_and_the_default_method(start_server):
-    config = Config.load(overrides={"llm.backend": "fake", "pipeline.method": "closed_book"})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "pipeline.method": "closed_book"})
     reply = start_server(config=config).get("/health")
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "application/json; charset=utf-8"
@@ -43,7 +44,7 @@ def test_health_names_the_model_and_the_default_method(start_server):
 
 
 def test_methods_lists_the_registered_stages_and_the_defaults(start_server):
-    config = Config.load(overrides={"llm.backend": "fake", "retrieval.k": 3})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "retrieval.k": 3})
     body = start_server(config=config).get("/v1/methods").json()
     assert body["methods"] == registry.names("generator") and "csrag" in body["methods"]
     assert body["rerankers"] == registry.names("reranker") and "crossval" in body["rerankers"]
@@ -149,7 +150,7 @@ def test_method_rerank_and_verify_are_chosen_per_request(start_server):
 
 
 def test_null_switches_off_a_stage_the_server_runs_by_default(start_server):
-    config = Config.load(overrides={"llm.backend": "fake", "pipeline.rerank": "listwise"})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "pipeline.rerank": "listwise"})
     client = start_server(config=config, llm=FakeLLM(default="[1]"))
     passages = [{"text": CANBERRA}, {"text": "Sydney."}]
     with_default = client.ask({"question": "Capital?", "passages": passages}).json()

@@ -14,6 +14,7 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.vanilla import VanillaRAG
 from faithrag.pipeline import Pipeline
+from faithrag.registry import PLAIN_RAG
 from faithrag.server.stages import registered_stages
 
 openai = pytest.importorskip("openai", reason="the openai client is not installed")
@@ -385,7 +386,7 @@ def test_the_conflict_summary_ends_the_text_reply_unless_switched_off(start_serv
 def test_the_server_setting_switches_the_summary_off(start_server, conflict_stages):
     from faithrag.config import Config
 
-    config = Config.load(overrides={"llm.backend": "fake", "server.conflict_summary": False})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "server.conflict_summary": False})
     client = client_for(start_server(llm=FakeLLM(default="Canberra"), config=config))
     request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}],
                "extra_body": {"faithrag": {"rerank": "test_sides", "passages": SIDES_PASSAGES}}}

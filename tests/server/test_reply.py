@@ -17,6 +17,7 @@ from faithrag.llm.fake import FakeLLM
 from faithrag.methods.common import generate
 from faithrag.methods.plain_answer import read_answer
 from faithrag.pipeline import Pipeline
+from faithrag.registry import PLAIN_RAG
 from faithrag.server.ask_request import AskBody
 from faithrag.server.errors import RequestError
 from faithrag.server.reply import Reply, ReplyShape, check_schema, settled_answer
@@ -29,7 +30,7 @@ SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
 
 
 def service_for(llm, **settings) -> AskService:
-    config = Config.load(overrides={"llm.backend": "fake", **settings})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", **settings})
     return AskService(config, llm, None, Pipeline.from_parts)
 
 
@@ -101,7 +102,7 @@ def test_a_generator_whose_answer_is_not_its_plain_reading_gets_its_answer_as_th
                 return Answer(text="Canberra, ACT")
 
     llm = FakeLLM(default="Canberra")
-    service = AskService(Config.load(overrides={"llm.backend": "fake"}), llm, None,
+    service = AskService(Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake"}), llm, None,
                          lambda config, llm, retriever: Pipeline(Rewrites(llm)))
     reply = Reply(ReplyShape())
     ask(service, reply)

@@ -10,6 +10,7 @@ from faithrag.config import Config
 from faithrag.errors import ConfigError
 from faithrag.llm.fake import FakeLLM
 from faithrag.pipeline import Pipeline
+from faithrag.registry import PLAIN_RAG
 from faithrag.server import AskService
 from faithrag.server.ask_request import AskBody, PipelineChoice
 from faithrag.server.errors import RequestError
@@ -29,7 +30,7 @@ def counting_builder(built: list[tuple[str, str | None, int]], llms: list | None
 
 
 def service(built, llms: list | None = None, **overrides) -> AskService:
-    config = Config.load(overrides={"llm.backend": "fake", **overrides})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", **overrides})
     return AskService(config, FakeLLM(default="Canberra"), None, counting_builder(built, llms))
 
 
@@ -59,7 +60,7 @@ def test_each_new_choice_builds_one_more_pipeline_on_the_shared_model():
 
 def test_the_detector_and_the_conflict_policy_are_part_of_the_choice(conflict_stages,
                                                                      recording_build):
-    config = Config.load(overrides={"llm.backend": "fake", "pipeline.on_conflict": "abstain",
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "pipeline.on_conflict": "abstain",
                                     "pipeline.detect": "test_silent"})
     svc = AskService(config, FakeLLM(default="Canberra"), None, recording_build)
     asked = [{}, {"on_conflict": "surface"}, {"detect": "test_silent"}, {"on_conflict": "abstain"},
@@ -109,7 +110,7 @@ def test_a_queued_run_gives_up_at_its_deadline_without_touching_the_model():
         release.wait(10)
         return "Canberra"
     llm = FakeLLM(slow)
-    svc = AskService(Config.load(overrides={"llm.backend": "fake"}), llm, None, Pipeline.from_parts)
+    svc = AskService(Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake"}), llm, None, Pipeline.from_parts)
     first = threading.Thread(target=svc.ask, args=(body({"question": "first?",
                                                          "passages": [{"text": "t"}]}),))
     first.start()

@@ -425,7 +425,7 @@ def test_cli_ask_and_eval_take_verify_antisyco_with_kb(cli_files, capsys):
     assert main(["ask", QUESTION.text, "--docs", str(cli_files / "docs"), *fake, *kb,
                  "--json"]) == 0
     steps = json.loads(capsys.readouterr().out)["trace"]["steps"]
-    assert [s["name"] for s in steps][-1] == "antisyco/decide"
+    assert "antisyco/decide" in [s["name"] for s in steps]
     out = cli_files / "run"
     assert main(["eval", "--file", str(cli_files / "set.jsonl"), *fake, *kb, "--out", str(out),
                  "--no-progress"]) == 0
