@@ -57,15 +57,23 @@ success on those items.
 `--table` prints one line per run (from its summary.json) for one verifier (`--variant`): per
 path and for the whole run its time and prompt tokens against plain RAG's on the same items,
 attack success and accuracy against plain RAG and the baseline run, fixed / broken against it.
+
+`sweep`: the default verifier against plain RAG on every hostile setting, clean and hostile
+retrieval, each run paired with its kept run, then the table (see `sweep --help`).
+
+    python benchmarks/bench_verifier_cost.py sweep --limit 100 --jobs 2 --out runs/verifier-cost
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -93,6 +101,8 @@ FORMER = {"antisyco__extract_claims": "always", "antisyco__reuse_draft_reading":
           "antisyco__repair": "reanswer"}
 PHASES = ("antisyco/reflect", "antisyco/claims", "antisyco/falsify", "antisyco/decide")
 PATHS = ("PASS", "REPAIR", "FALLBACK")
+RUNS = ("poisonedrag-hostile", "poisonedrag-clean", "ramdocs-hostile", "ramdocs-clean",
+        "kre_musique-hostile", "kre_musique-clean", "kre_squad-hostile", "kre_squad-clean")
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -418,6 +428,43 @@ def keywords(dotted: Mapping[str, Any]) -> dict[str, Any]:
     return {key.replace(".", "__"): value for key, value in dotted.items()}
 
 
+def sweep(args: argparse.Namespace) -> None:
+    """The default anti-sycophancy verifier against plain RAG (`--before none`) on every run of
+    --runs (SETTING-RETRIEVAL: every hostile setting, clean and hostile retrieval), dev split,
+    first --limit items: time and prompt tokens by path, attack success and accuracy, each run
+    paired with the kept verified run of the same setting in --baselines
+    (BASELINES/RUN-antisyco). --jobs runs side by side (run i in lane i mod JOBS), one model and
+    --threads threads each, each into OUT/RUN, its progress into OUT/RUN.log; a failed run
+    stops its lane, and the sweep ends with its status. Resumable: re-run the same command to
+    continue. Then the table of all runs is printed (`--table`).
+
+    Keep the records: for r in runs/verifier-cost/*/; do
+      mkdir -p results/verifier-cost/$(basename $r)
+      cp $r/{records.jsonl,variants.json,summary.json} results/verifier-cost/$(basename $r)/
+    done"""
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+
+    def lane(job: int) -> int:
+        for run_name in args.runs[job::args.jobs]:
+            setting, retrieval = run_name.rsplit("-", 1)
+            with open(f"{args.out}/{run_name}.log", "a", encoding="utf-8") as log:
+                status = subprocess.run(
+                    [args.python, str(Path(__file__)), "--model", args.model, "--threads",
+                     str(args.threads), "--setting", setting, "--retrieval", retrieval,
+                     "--before", "none", "--baseline", f"{args.baselines}/{run_name}-antisyco",
+                     "--limit", str(args.limit), "--out", f"{args.out}/{run_name}"],
+                    check=False, stdout=subprocess.DEVNULL, stderr=log).returncode
+            if status:
+                return status
+        return 0
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        failed = [status for status in pool.map(lane, range(args.jobs)) if status]
+    if failed:
+        raise SystemExit(failed[0])
+    main(["--table", *(f"{args.out}/{run_name}" for run_name in args.runs)])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help="model preset or .gguf path")
@@ -456,7 +503,25 @@ def main(argv: list[str] | None = None) -> None:
                              "run nothing")
     parser.add_argument("--variant", choices=VARIANTS, default="after",
                         help="the verifier --table shows (default: after)")
+    sub = parser.add_subparsers(title="sub-commands (none: the measurement above)")
+    p = sub.add_parser("sweep", help="the default verifier on every setting, then the table",
+                       description=inspect.cleandoc(sweep.__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--limit", type=int, default=100, help="items per run")
+    p.add_argument("--model", default="default", help="model preset or .gguf path")
+    p.add_argument("--out", default="runs/verifier-cost")
+    p.add_argument("--jobs", type=int, default=2, help="runs side by side")
+    p.add_argument("--threads", type=int, default=1, help="threads per run")
+    p.add_argument("--baselines", default="results/hostile",
+                   help="the folder of the kept verified runs")
+    p.add_argument("--runs", nargs="+", default=list(RUNS), metavar="SETTING-RETRIEVAL")
+    p.add_argument("--python", default=sys.executable,
+                   help="the Python that runs each measurement (default: this one)")
+    p.set_defaults(handler=sweep)
     args = parser.parse_args(argv)
+    if "handler" in vars(args):
+        args.handler(args)
+        return
     if args.table:
         missing = [str(d) for d in args.table if not (d / "summary.json").is_file()]
         if missing:

@@ -1,5 +1,10 @@
 """Cross-validated re-ranking (faithrag.methods.crossval) under the microscope, one sub-command
-per analysis.
+per analysis, and the runs of every re-ranker it is measured against.
+
+`rerank`: every re-ranker on both ranking sets, dev split, answering from each top (runs
+`faithrag eval`; see `rerank --help`).
+
+    python benchmarks/crossval.py rerank --limit 200 --threads 1 --workers 2 --out runs/rerank
 
 `verdicts`: how often crossval's cross-validation step names the false side of a KNOWN
 conflicting pair (loads the model). Detection aside, the method stands on this verdict. For each
@@ -67,9 +72,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import json
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -600,6 +607,57 @@ def ceiling(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- every re-ranker's runs
+
+def rerank(args: argparse.Namespace) -> int:
+    """Cross-validated re-ranking: every re-ranker on both ranking sets, dev split. Each run
+    also answers the item's QA version from the top --top re-ranked passages with --generator
+    (the downstream measurement), so the re-ranking is paid for once. Resumable: re-run the
+    same command to continue; runs land in OUT/SET-RERANKER (their summaries in
+    OUT/SET-RERANKER.summary.json, their wall times in OUT/timings.txt), the report in
+    OUT/report.
+
+    "none" is the retriever's own order (BM25 over the item's candidates), the input of the
+    others. "crossval:support" is crossval with rerank.verdict=support (run directory
+    SET-crossval-support); a "+guard" suffix adds rerank.same_subject_check=true
+    (SET-crossval-support-guard). --set gives config overrides for every run, e.g. --set
+    llm.prefix_cache=true (crossval then reads each item's passages once for all detection
+    rounds; see BENCHMARKS.md). The runs share their answering calls through OUT/answer-cache
+    (eval --answer-cache): give every run of a set the same --set, or their answers are keyed
+    apart. --offset skips each set's first items (eval --offset): --offset 500 --sets
+    kre_conflict_rank is that set's SQuAD half (its first 500 items are MuSiQue). Give such
+    runs their own OUT."""
+    out = args.out
+    overrides = [option for override in args.overrides for option in ("--set", override)]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    for name in args.sets:
+        for reranker in args.rerankers:
+            label, ranker = re.sub("[:+]", "-", reranker), re.split("[:+]", reranker)[0]
+            options = [] if reranker == "none" else ["--rerank", ranker]
+            if ":" in reranker:
+                verdict = reranker.split(":", 1)[1].split("+", 1)[0]
+                options += ["--set", f"rerank.verdict={verdict}"]
+            if reranker.endswith("+guard"):
+                options += ["--set", "rerank.same_subject_check=true"]
+            start = int(time.time())
+            with open(f"{out}/{name}-{label}.summary.json", "w", encoding="utf-8") as summary:
+                status = subprocess.run(
+                    [args.faithrag, "eval", "--dataset", name, *options, *overrides, "--method",
+                     args.generator, "--answer-top", str(args.top), "--answer-cache",
+                     f"{out}/answer-cache", "--limit", str(args.limit), "--offset",
+                     str(args.offset), "--model", args.model, "--threads", str(args.threads),
+                     "--workers", str(args.workers), "--out", f"{out}/{name}-{label}",
+                     "--no-progress"], check=False, stdout=summary).returncode
+            if status:
+                return status
+            line = f"{name} {label} {int(time.time()) - start}s"
+            print(line, flush=True)
+            with open(f"{out}/timings.txt", "a", encoding="utf-8") as timings:
+                timings.write(line + "\n")
+    return subprocess.run([args.faithrag, "report", out, "--out", f"{out}/report"],
+                          check=False).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="analysis", required=True)
@@ -629,6 +687,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", help="run directories of ranking sets")
     p.add_argument("--data-dir")
     p.set_defaults(handler=ceiling)
+    p = sub.add_parser("rerank", help="every re-ranker on both ranking sets (runs faithrag eval)",
+                       description=inspect.cleandoc(rerank.__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--limit", type=int, default=200, help="items per run")
+    p.add_argument("--model", default="default")
+    p.add_argument("--out", default="runs/rerank")
+    p.add_argument("--threads", type=int, default=1, help="1 when something else shares the "
+                   "CPU (llama.cpp collapses otherwise)")
+    p.add_argument("--workers", type=int, default=1, help="items in flight, each on its own "
+                   "copy of the model (2 on two cores)")
+    p.add_argument("--top", type=int, default=3, help="passages answered from")
+    p.add_argument("--offset", type=int, default=0, help="skip each set's first items")
+    p.add_argument("--generator", default="vanilla", help="the method that answers")
+    p.add_argument("--sets", nargs="+", default=["kre_conflict_rank", "ramdocs_rank"])
+    p.add_argument("--rerankers", nargs="+",
+                   default=["none", "bi_encoder", "llm_judge", "listwise", "crossval"])
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE", help="a config override for every run "
+                   "(repeatable)")
+    p.add_argument("--faithrag", default=str(Path(sys.executable).with_name("faithrag")),
+                   help="the faithrag executable (default: the one beside this Python)")
+    p.set_defaults(handler=rerank)
     args = parser.parse_args(argv)
     return args.handler(args)
 

@@ -4,6 +4,7 @@ Those scripts are plain files, not a package; the tests import them by name, wit
 on sys.path."""
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,29 @@ def write_data_dir():
         (root / dataset / "dev.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
         return root
     return write
+
+
+@pytest.fixture
+def fake_executable(tmp_path):
+    """Writes an executable standing in for `faithrag` (or a Python) in the scripts' recipes:
+    it records each call's arguments, makes the directory each `--out` names (or writes a
+    report to an `--out` file ending in .md), prints a line, runs `body` and exits 0. Returns
+    (its path, a function giving the calls so far, one argument list each)."""
+    def make(name: str = "faithrag", body: str = "") -> tuple[str, object]:
+        log = tmp_path / f"{name}-calls.jsonl"
+        script = tmp_path / name
+        script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""\
+            import json, os, sys
+            args = sys.argv[1:]
+            with open({str(log)!r}, "a") as log:
+                log.write(json.dumps(args) + "\\n")
+            for flag, value in zip(args, args[1:]):
+                if flag == "--out" and value.endswith(".md"):
+                    open(value, "w").write("report\\n")
+                elif flag == "--out":
+                    os.makedirs(value, exist_ok=True)
+            print("output of", *args[:2])
+            """) + textwrap.dedent(body))
+        script.chmod(0o755)
+        return str(script), lambda: [json.loads(line) for line in log.read_text().splitlines()]
+    return make

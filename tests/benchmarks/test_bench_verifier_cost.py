@@ -242,3 +242,29 @@ def test_table_gives_one_line_per_run_against_the_kept_run(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no 'before' verifier") as refused:
         bench.main(["--table", str(run_dir), "--variant", "before"])
     assert refused.value.hint == "Pass --variant after."
+
+
+def test_sweep_runs_each_setting_in_its_lane_against_its_kept_run_then_the_table(
+        tmp_path, fake_executable, capsys):
+    records = [record("a", 2.0, variant("PASS", 8.0, True), variant("PASS", 3.0, True))]
+    rows = json.dumps(bench.summarize(records))
+    python, calls = fake_executable("python", f"""
+        out = args[args.index("--out") + 1]
+        open(os.path.join(out, "summary.json"), "w").write({rows!r})
+        print("progress", file=sys.stderr)
+        """)
+    out = tmp_path / "cost"
+    bench.main(["sweep", "--runs", "ramdocs-clean", "kre_squad-hostile", "numeric-clean",
+                "--jobs", "2", "--limit", "3", "--baselines", "kept", "--out", str(out),
+                "--python", python])
+    made = sorted(calls(), key=lambda c: c[c.index("--out") + 1])
+    assert [c[0] for c in made] == [bench.__file__] * 3
+    assert made[0][1:] == ["--model", "default", "--threads", "1", "--setting", "kre_squad",
+                           "--retrieval", "hostile", "--before", "none", "--baseline",
+                           "kept/kre_squad-hostile-antisyco", "--limit", "3", "--out",
+                           f"{out}/kre_squad-hostile"]
+    assert [(c[c.index("--setting") + 1], c[c.index("--retrieval") + 1]) for c in made] == [
+        ("kre_squad", "hostile"), ("numeric", "clean"), ("ramdocs", "clean")]
+    assert (out / "ramdocs-clean.log").read_text() == "progress\n"
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and all(line.startswith("| toy | hostile | 1 |") for line in lines[2:])

@@ -315,3 +315,30 @@ def test_the_table_has_a_row_per_run(capsys, write_toy):
     crossval.main(["ceiling", str(run), "--data-dir", str(data)])
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and out[2].endswith("| 1.000 [1.000, 1.000] | +0.000 |")
+
+
+def test_rerank_runs_every_reranker_with_its_settings_and_keeps_each_summary(
+        tmp_path, fake_executable, capsys):
+    faithrag, calls = fake_executable()
+    out = str(tmp_path / "rerank")
+    assert crossval.main(["rerank", "--sets", "ramdocs_rank", "--rerankers", "none",
+                          "crossval:support+guard", "--set", "llm.prefix_cache=true",
+                          "--limit", "5", "--offset", "500", "--workers", "2", "--out", out,
+                          "--faithrag", faithrag]) == 0
+    tail = ["--method", "vanilla", "--answer-top", "3", "--answer-cache", f"{out}/answer-cache",
+            "--limit", "5", "--offset", "500", "--model", "default", "--threads", "1",
+            "--workers", "2"]
+    assert calls() == [
+        ["eval", "--dataset", "ramdocs_rank", "--set", "llm.prefix_cache=true", *tail, "--out",
+         f"{out}/ramdocs_rank-none", "--no-progress"],
+        ["eval", "--dataset", "ramdocs_rank", "--rerank", "crossval", "--set",
+         "rerank.verdict=support", "--set", "rerank.same_subject_check=true", "--set",
+         "llm.prefix_cache=true", *tail, "--out", f"{out}/ramdocs_rank-crossval-support-guard",
+         "--no-progress"],
+        ["report", out, "--out", f"{out}/report"]]
+    summary = tmp_path / "rerank" / "ramdocs_rank-crossval-support-guard.summary.json"
+    assert summary.read_text() == "output of eval --dataset\n"
+    assert "ramdocs_rank crossval-support-guard " in capsys.readouterr().out
+    timings = (tmp_path / "rerank" / "timings.txt").read_text().splitlines()
+    assert [line.rsplit(" ", 1)[0] for line in timings] == [
+        "ramdocs_rank none", "ramdocs_rank crossval-support-guard"]

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-import csrag_main_table as main_table
+import csrag
 import pytest
 
 
@@ -38,10 +38,10 @@ def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_pat
                    unbiased=[True] * 7 + [False] * 3)
     write_grid_run(tmp_path, "e", "cot_json_scored", [True] * 10)  # ignored: the grid cell wins
 
-    [row] = main_table.collect([str(tmp_path)])
+    [row] = csrag.collect([str(tmp_path)])
     assert row.baselines["original"][0] == row.baselines["full"][0] == "c@a=0 b=0"
     assert sum(row.outcomes["baseline"].values()) == 6
-    lines = main_table.main_table([row])
+    lines = csrag.main_table([row])
     # original: 4 baseline errors -> 1 (75 %); full: 4 -> 3 (25 %)
     assert "| 75 % / 25 % |" in lines[2]
     assert "Errors removed, original, mean over 1 set(s): 75 %" in lines
@@ -49,23 +49,23 @@ def test_roles_come_from_manifests_and_the_baseline_is_the_unbiased_cell(tmp_pat
 
 
 def test_errors_removed_is_net_of_items_newly_lost():
-    result = main_table.paired({"a": True, "b": False, "c": False, "d": True},
+    result = csrag.paired({"a": True, "b": False, "c": False, "d": True},
                                {"a": False, "b": False, "c": True, "d": True})
     # baseline wrong on a, b; CSRAG turns a right and c wrong: 2 errors -> 2 errors
     assert result["errors_removed"] == 0.0
-    assert main_table.paired({"a": True}, {"a": True})["errors_removed"] is None
+    assert csrag.paired({"a": True}, {"a": True})["errors_removed"] is None
 
 
 def test_without_a_grid_the_largest_cot_json_scored_run_is_the_baseline(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "small", "cot_json_scored", [False] * 3)
     write_grid_run(tmp_path, "large", "cot_json_scored", [True] * 5)
     write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 5, enhance=False)
-    [row] = main_table.collect([str(tmp_path)])
+    [row] = csrag.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "large"
-    assert main_table.baseline_sources(row) == "set: large"
+    assert csrag.baseline_sources(row) == "set: large"
     write_grid_run(tmp_path / "alone", "cot", "cot_json_scored", [True])  # no CSRAG run beside it
-    [alone] = main_table.collect([str(tmp_path / "alone")])
-    assert main_table.baseline_sources(alone) == "set: cot"
+    [alone] = csrag.collect([str(tmp_path / "alone")])
+    assert csrag.baseline_sources(alone) == "set: cot"
 
 
 def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path, write_grid_run):
@@ -73,32 +73,32 @@ def test_each_csrag_run_is_compared_with_a_baseline_decoded_alike(tmp_path, writ
     write_grid_run(tmp_path, "orig", "csrag_json_scored", [True] * 4, enhance=False,
                    unbiased=[True] * 3 + [False], lookup=10)
     write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 3 + [False])
-    [row] = main_table.collect([str(tmp_path)])
+    [row] = csrag.collect([str(tmp_path)])
     assert row.baselines["original"][0] == "orig@a=0 b=0"
     assert row.baselines["full"][0] == "cot"
-    lines = main_table.main_table([row])
+    lines = csrag.main_table([row])
     assert lines[2].startswith("| set | – | – | 75.0")  # the original run's baseline is shown
     assert "| 100 % / 50 % |" in lines[2]  # 1 error -> 0; 2 errors -> 1
     assert "set: the full method is compared with cot (50.0 [15, 85] (n 4)), decoded alike." in lines
-    assert main_table.baseline_sources(row) == "set: orig@a=0 b=0 (original), cot (full)"
+    assert csrag.baseline_sources(row) == "set: orig@a=0 b=0 (original), cot (full)"
 
 
 def test_a_baseline_decoded_otherwise_is_used_and_flagged(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "cot", "cot_json_scored", [True] * 2 + [False] * 2)
     write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 4, lookup=10)
-    [row] = main_table.collect([str(tmp_path)])
+    [row] = csrag.collect([str(tmp_path)])
     assert row.baselines["full"][0] == "cot" and row.undecoded_alike == {"full"}
     assert "set: no baseline decoded like the full run; compared with cot." in \
-        main_table.main_table([row])
+        csrag.main_table([row])
 
 
 def test_sets_come_in_the_issues_order_and_free_form_runs_are_flagged(tmp_path, write_grid_run):
     write_grid_run(tmp_path, "a", "vanilla", [True], dataset="cofaithfulqa_nq", free_form=True)
     write_grid_run(tmp_path, "b", "vanilla", [True], dataset="kre_squad")
     write_grid_run(tmp_path, "c", "vanilla", [True], dataset="another")
-    rows = main_table.collect([str(tmp_path)])
+    rows = csrag.collect([str(tmp_path)])
     assert [r.dataset for r in rows] == ["kre_squad", "cofaithfulqa_nq", "another"]
-    notes = [line for line in main_table.main_table(rows) if "free-form" in line]
+    notes = [line for line in csrag.main_table(rows) if "free-form" in line]
     assert notes == [("cofaithfulqa_nq: vanilla answered free-form (scored by containment); "
                       "the other runs chose among the options.")]
 
@@ -107,14 +107,14 @@ def test_golden_runs_get_their_own_row_and_duplicates_are_refused(tmp_path, writ
     write_grid_run(tmp_path, "g", "csrag_json_scored", [True] * 4, context="golden", enhance=False,
                    unbiased=[True] * 4)
     write_grid_run(tmp_path, "v", "vanilla", [True] * 4)
-    rows = main_table.collect([str(tmp_path)])
+    rows = csrag.collect([str(tmp_path)])
     assert [(r.context, sorted(r.outcomes)) for r in rows] == [
         ("given", ["vanilla"]), ("golden", ["baseline", "original"])]
-    assert "+0.0" in main_table.golden_table([rows[1]])[2]
+    assert "+0.0" in csrag.golden_table([rows[1]])[2]
 
     write_grid_run(tmp_path, "v2", "vanilla", [False] * 4)
     with pytest.raises(SystemExit, match="two vanilla runs for set"):
-        main_table.collect([str(tmp_path)])
+        csrag.collect([str(tmp_path)])
 
 
 def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
@@ -124,10 +124,10 @@ def test_the_case_variant_cell_is_reported_below_the_table_where_the_run_has_it(
                    dataset="cofaithfulqa_nq")
     write_grid_run(tmp_path / "two", "orig", "csrag_json_scored", [True] * 4, enhance=False,
                    unbiased=[True] * 4, dataset="kre_squad")  # made before the cell existed
-    rows = main_table.collect([str(tmp_path / "one"), str(tmp_path / "two")])
+    rows = csrag.collect([str(tmp_path / "one"), str(tmp_path / "two")])
     assert [sorted(r.outcomes) for r in rows] == [["baseline", "original"],
                                                   ["baseline", "original", "original_case"]]
-    lines = main_table.main_table(rows)
+    lines = csrag.main_table(rows)
     start = lines.index("Original context with case variants (cell `a=-1 b=3 +case`), "
                         "where the run has it:")
     # 5 baseline errors: the case cell leaves 2 (60 %), the default cell 4 (20 %)
@@ -149,9 +149,9 @@ def test_the_full_methods_case_cell_is_scored_against_the_full_methods_baseline(
     write_grid_run(tmp_path, "full", "csrag_json_scored", [True] * 7 + [False] * 3,
                    unbiased=[True] * 7 + [False] * 3, case=[True] * 9 + [False],
                    dataset="cofaithfulqa_nq")
-    [row] = main_table.collect([str(tmp_path)])
+    [row] = csrag.collect([str(tmp_path)])
     assert "full_case" in row.outcomes and "original_case" not in row.outcomes
-    lines = main_table.main_table([row])
+    lines = csrag.main_table([row])
     start = lines.index("Full method with case variants (cell `a=-1 b=3 +case`), "
                         "where the run has it:")
     # the baseline is the original run's unbiased cell, 5 errors: the case cell leaves 1 (80 %),
@@ -170,7 +170,7 @@ def test_each_comparison_is_also_pooled_over_the_sets(tmp_path, write_grid_run):
                    unbiased=[True] * 2 + [False] * 2, dataset="kre_squad")
     write_grid_run(tmp_path, "two", "csrag_json_scored", [True, False, True, False],
                    enhance=False, unbiased=[True, True, False, False], dataset="kre_musique")
-    lines = main_table.main_table(main_table.collect([str(tmp_path)]))
+    lines = csrag.main_table(csrag.collect([str(tmp_path)]))
     # per set 100 % and 0 %, mean 50 %; pooled 4 baseline errors, net 3 - 1 = 2 removed
     assert "Errors removed, original, mean over 2 set(s): 50 %" in lines
     [pooled] = [line for line in lines if line.startswith("Pooled, original")]
@@ -189,7 +189,7 @@ def test_the_full_method_is_split_into_paraphrase_and_bias(tmp_path, write_grid_
                    unbiased=[True] * 4 + [False] * 4, dataset="kre_squad")
     write_grid_run(tmp_path / "no-grid", "full", "csrag_json_scored", [True] * 8,
                    dataset="kre_musique")
-    lines = main_table.main_table(main_table.collect([str(tmp_path)]))
+    lines = csrag.main_table(csrag.collect([str(tmp_path)]))
     start = next(i for i, line in enumerate(lines) if line.startswith("Full method in two steps"))
     assert lines[start + 1].startswith("- kre_squad: paraphrase -25.0")
     assert "(0 / 2, p 0.50), bias +12.5" in lines[start + 1]
@@ -197,3 +197,76 @@ def test_the_full_method_is_split_into_paraphrase_and_bias(tmp_path, write_grid_
     assert lines[start + 2].startswith("Pooled, paraphrase, 1 set(s), 8 items: -25.0")
     assert lines[start + 3].startswith("Pooled, bias, 1 set(s), 8 items: +12.5")
     assert len(lines) == start + 4  # kre_musique's full run has no grid: no steps
+
+
+def test_baselines_run_every_method_on_every_set_then_compare_them(tmp_path, fake_executable,
+                                                                   capsys):
+    faithrag, calls = fake_executable()
+    out = str(tmp_path / "base")
+    csrag.main(["baselines", "--sets", "s1", "s2", "--methods", "vanilla", "cot_json",
+                "--limit", "5", "--threads", "1", "--out", out, "--faithrag", faithrag])
+    evals = calls()[:-1]
+    assert [(c[2], c[4], c[-2]) for c in evals] == [
+        ("s1", "vanilla", f"{out}/s1-vanilla"), ("s1", "cot_json", f"{out}/s1-cot_json"),
+        ("s2", "vanilla", f"{out}/s2-vanilla"), ("s2", "cot_json", f"{out}/s2-cot_json")]
+    assert evals[0] == ["eval", "--dataset", "s1", "--method", "vanilla", "--limit", "5",
+                        "--model", "default", "--threads", "1", "--out", f"{out}/s1-vanilla",
+                        "--no-progress"]
+    assert calls()[-1] == ["report", out, "--compare", "--out", f"{out}/report"]
+    timings = (tmp_path / "base" / "timings.txt").read_text().splitlines()
+    assert [line.rsplit(" ", 1)[0] for line in timings] == [
+        "s1 vanilla", "s1 cot_json", "s2 vanilla", "s2 cot_json"]
+    assert all(line.endswith("s") for line in timings)
+    assert capsys.readouterr().out.count("s1 vanilla ") == 1
+
+
+def test_run_main_extends_the_baselines_and_scores_every_cell_of_the_scored_runs(
+        tmp_path, fake_executable):
+    faithrag, calls = fake_executable()
+    out, base = str(tmp_path / "csrag"), str(tmp_path / "baselines")
+    csrag.main(["run", "main", "--sets", "s", "--baseline-methods", "vanilla", "--methods",
+                "csrag", "csrag_choices", "--limit", "7", "--base-out", base, "--workers", "2",
+                "--csrag-args", "--set llm.lookup_tokens=4", "--out", out,
+                "--faithrag", faithrag])
+    head = ["eval", "--model", "default", "--threads", "2", "--workers", "2", "--no-progress",
+            "--out"]
+    assert calls() == [
+        [*head, f"{base}/s-vanilla", "--dataset", "s", "--method", "vanilla", "--limit", "7"],
+        [*head, f"{out}/main/s-csrag", "--dataset", "s", "--method", "csrag", "--limit", "7",
+         "--set", "llm.lookup_tokens=4"],
+        [*head, f"{out}/main/s-csrag_choices", "--dataset", "s", "--method", "csrag_choices",
+         "--limit", "7", "--set", "llm.lookup_tokens=4", "--set", "csrag.ablation_grid=true"],
+        ["report", "--cells", f"{out}/main/s-csrag_choices"],
+        ["report", base, f"{out}/main", "--compare", "--out", f"{out}/report-main"]]
+    grid_report = tmp_path / "csrag" / "main" / "grid-report.md"
+    assert grid_report.read_text() == "output of report --cells\n"
+
+
+def test_run_ablations_takes_the_ablation_limit_and_reports_them(tmp_path, fake_executable):
+    faithrag, calls = fake_executable()
+    out = str(tmp_path / "csrag")
+    csrag.main(["run", "ablations", "--ablation-limit", "3", "--out", out, "--faithrag", faithrag])
+    runs = [c[c.index("--out") + 1].rsplit("/", 1)[1] for c in calls()[:-2]]
+    assert runs == ["enhanced+control", "original+control", "enhanced+no-control",
+                    "original+no-control", "boost-only", "suppress-only", "alpha=-3", "alpha=-5",
+                    "beta=1", "beta=5", "no-stopword-filter", "json_scored-original"]
+    assert calls()[3][-8:] == ["--set", "llm.lookup_tokens=10", "--set",
+                               "csrag.enhance_context=false", "--set", "csrag.alpha=0", "--set",
+                               "csrag.beta=0"]
+    assert calls()[-3][-6:] == ["--limit", "3", "--set", "csrag.enhance_context=false",
+                                "--set", "csrag.ablation_grid=true"]
+    assert calls()[-2:] == [["report", "--cells", f"{out}/ablations/json_scored-original"],
+                            ["report", f"{out}/ablations", "--out", f"{out}/report-ablations"]]
+
+
+def test_run_writes_the_main_table_of_the_table_runs(tmp_path, fake_executable, write_grid_run):
+    faithrag, calls = fake_executable()
+    write_grid_run(tmp_path / "csrag" / "table", "v", "vanilla", [True, False])
+    csrag.main(["run", "golden", "--golden", "g", "--out", str(tmp_path / "csrag"),
+                "--faithrag", faithrag])
+    assert [c[c.index("--method") + 1] for c in calls()[:4]] == [
+        "cot_json", "cot_json_scored", "csrag", "csrag_json_scored"]
+    assert calls()[-1][:2] == ["report", str(tmp_path / "csrag" / "golden")]
+    table = (tmp_path / "csrag" / "table" / "main-table.md").read_text()
+    assert table == csrag.table_text([str(tmp_path / "csrag" / "table")]) + "\n"
+    assert "| set | – | 50.0" in table
