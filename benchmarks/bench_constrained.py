@@ -204,25 +204,25 @@ def run(args: argparse.Namespace) -> int:
                 off = args.limit if args.off_limit is None else args.off_limit
                 limit = str(args.limit if side == "on" else off)
                 for name in args.sets:
-                    timed(f"{name}-cot_json-{side}", "eval", "--dataset", name, "--method",
-                          "cot_json", "--limit", limit, *common, *constrain, "--out",
+                    timed(f"{name}-cot_json-{side}", "eval", "--plain", "--dataset", name,
+                          "--method", "cot_json", "--limit", limit, *common, *constrain, "--out",
                           f"{out}/{name}-cot_json-{side}")
-                    timed(f"{name}-csrag-{side}", "eval", "--dataset", name, "--method", "csrag",
-                          "--set", "csrag.enhance_context=false", "--limit", limit, *common,
+                    timed(f"{name}-csrag-{side}", "eval", "--plain", "--dataset", name,
+                          "--method", "csrag", "--set", "csrag.enhance_context=false", "--limit", limit, *common,
                           *constrain, "--out", f"{out}/{name}-csrag-{side}")
             elif part == "crossval":
                 off = args.rank_limit if args.rank_off_limit is None else args.rank_off_limit
                 limit = str(args.rank_limit if side == "on" else off)
                 for verdict in args.verdicts:
                     name = f"ramdocs_rank-crossval-{verdict}-{side}"
-                    timed(name, "eval", "--dataset", "ramdocs_rank", "--rerank", "crossval",
-                          "--set", f"rerank.verdict={verdict}", "--set", "llm.prefix_cache=true",
+                    timed(name, "eval", "--plain", "--dataset", "ramdocs_rank", "--rerank",
+                          "crossval", "--set", f"rerank.verdict={verdict}", "--set", "llm.prefix_cache=true",
                           "--method", "vanilla", "--answer-top", "3", "--answer-cache",
                           f"{out}/answer-cache", "--limit", limit, *common, *constrain,
                           "--out", f"{out}/{name}")
             else:
                 name = f"poisonedrag-hostile-antisyco-{side}"
-                timed(name, "hostile", "run", "--setting", "poisonedrag", "--retrieval",
+                timed(name, "hostile", "run", "--plain", "--setting", "poisonedrag", "--retrieval",
                       "hostile", "--verify", "antisyco", "--limit", str(args.verify_limit),
                       *common, *constrain, "--out", f"{out}/{name}")
     return 0

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> None:
 
     def evaluate(name: str, label: str, level: int, parent: str) -> None:
         method, config = method_of(label)
-        call([faithrag, "eval", "--dataset", name, "--method", method, "--limit",
+        call([faithrag, "eval", "--plain", "--dataset", name, "--method", method, "--limit",
               str(args.limit), "--model", args.model, "--threads", str(args.threads),
               "--workers", str(args.workers), "--context", "item_retrieval", "--distractors",
               str(level), "--metric", "smart_em", "--out", f"{parent}/{name}-{label}-d{level}",

@@ -642,8 +642,8 @@ def rerank(args: argparse.Namespace) -> int:
             start = int(time.time())
             with open(f"{out}/{name}-{label}.summary.json", "w", encoding="utf-8") as summary:
                 status = subprocess.run(
-                    [args.faithrag, "eval", "--dataset", name, *options, *overrides, "--method",
-                     args.generator, "--answer-top", str(args.top), "--answer-cache",
+                    [args.faithrag, "eval", "--plain", "--dataset", name, *options, *overrides,
+                     "--method", args.generator, "--answer-top", str(args.top), "--answer-cache",
                      f"{out}/answer-cache", "--limit", str(args.limit), "--offset",
                      str(args.offset), "--model", args.model, "--threads", str(args.threads),
                      "--workers", str(args.workers), "--out", f"{out}/{name}-{label}",

@@ -72,8 +72,8 @@ def baselines(args: argparse.Namespace) -> None:
     run in OUT/SET-METHOD, then `faithrag report OUT --compare` into OUT/report."""
     for name in args.sets:
         for method in args.methods:
-            call([args.faithrag, "eval", "--dataset", name, "--method", method, "--limit",
-                  str(args.limit), "--model", args.model, "--threads", str(args.threads),
+            call([args.faithrag, "eval", "--plain", "--dataset", name, "--method", method,
+                  "--limit", str(args.limit), "--model", args.model, "--threads", str(args.threads),
                   "--out", f"{args.out}/{name}-{method}", "--no-progress"],
                  f"{args.out}/timings.txt", f"{name} {method}")
     call([args.faithrag, "report", args.out, "--compare", "--out", f"{args.out}/report"])
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> None:
     limit = ("--limit", str(args.limit))
 
     def evaluate(directory: str, *options: str) -> None:
-        call([faithrag, "eval", "--model", args.model, "--threads", str(args.threads),
+        call([faithrag, "eval", "--plain", "--model", args.model, "--threads", str(args.threads),
               "--workers", str(args.workers), "--no-progress", "--out", directory, *options],
              f"{out}/timings.txt", directory)
 

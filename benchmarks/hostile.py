@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> None:
         for retrieval in args.retrievals:
             for pipeline in args.pipelines:
                 verify = ["--verify", "antisyco"] if pipeline == "antisyco" else []
-                call([faithrag, "hostile", "run", "--setting", setting, "--retrieval", retrieval,
-                      *verify, "--limit", str(args.limit), "--model", args.model, "--threads",
+                call([faithrag, "hostile", "run", "--plain", "--setting", setting,
+                      "--retrieval", retrieval, *verify, "--limit", str(args.limit), "--model", args.model, "--threads",
                       str(args.threads), "--no-progress", "--out",
                       f"{out}/{setting}-{retrieval}-{pipeline}"], f"{out}/timings.txt",
                      f"{setting} {retrieval} {pipeline}", subprocess.DEVNULL)

@@ -189,10 +189,9 @@ class Pipeline:
           memory), `index` (a directory built by `faithrag index`, or `lancedb:URI`),
           `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
           With none, questions are answered from the passages given to `run`.
-        - The default pipeline answers (`vanilla`), removes passages that look injected
-          (`poison_filter`), reports the conflicts the evidence holds (`conflicts`) and, where
-          the passages disagree or the question is ambiguous, gives each reading with its
-          sources (`on_conflict="surface"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
+        - The default pipeline answers (`vanilla`), reports the conflicts the evidence holds
+          (`conflicts`) and, where the passages disagree or the question is ambiguous, gives
+          each reading with its sources (`on_conflict="surface"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
           the generator alone); a stage keyword set to None (`detect=None`) runs none of
           its kind.
         - `kb`: a trusted knowledge base: sets antisyco.kb and, unless `verify` is given,

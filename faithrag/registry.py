@@ -115,7 +115,7 @@ KINDS: tuple[StageKind, ...] = (
               doc="the answer generator", cli="answer method",
               default="vanilla", plain="vanilla"),
     StageKind("reranker", "rerank", "re-ranker", "rerank", "passages", 10, "rerankers",
-              doc="the re-ranker", cli="re-ranking stage", default="poison_filter"),
+              doc="the re-ranker", cli="re-ranking stage"),
     StageKind("verifier", "verify", "verifier", "verify", "answer", 30, "verifiers",
               doc="the verifier", cli="verification stage",
               reads_answer=True),

@@ -108,14 +108,14 @@ def test_from_config_indexes_docs_and_retrieves_from_them(tmp_path):
     assert [s.stage for s in result.trace.steps] == ["retrieve", "generate"]
 
 
-def test_the_default_pipeline_filters_answers_and_detects_and_plain_rag_only_answers(tmp_path):
+def test_the_default_pipeline_answers_and_reports_and_plain_rag_only_answers(tmp_path):
     docs = write_docs(tmp_path / "docs", tower="The Eiffel Tower was completed in 1889.",
                       bridge="The Golden Gate Bridge opened in 1937.")
     default = Pipeline.from_config(docs=docs, llm=FakeLLM(default="1889"))
-    assert (default.reranker.name, default.detector.name, default.on_conflict) == (
-        "poison_filter", "conflicts", "surface")
+    assert (default.reranker, default.detector.name, default.on_conflict) == (
+        None, "conflicts", "surface")
     steps = [s.stage for s in default.run("When was the Eiffel Tower done?").trace.steps]
-    assert steps[:3] == ["retrieve", "rerank", "generate"] and "detect" in steps
+    assert steps[:2] == ["retrieve", "generate"] and "detect" in steps
     for plain in (Pipeline.from_config(docs=docs, llm=FakeLLM(), plain=True),
                   Pipeline.from_config(docs=docs, llm=FakeLLM(), rerank=None, detect=None,
                                        on_conflict="resolve")):

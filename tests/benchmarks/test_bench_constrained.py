@@ -62,20 +62,20 @@ def test_run_gives_each_part_both_sides_with_their_own_limits(tmp_path, fake_exe
     on, off = ["--set", "llm.constrain=true"], ["--set", "llm.constrain=false"]
 
     def crossval(limit, side, constrain):
-        return ["eval", "--dataset", "ramdocs_rank", "--rerank", "crossval", "--set",
+        return ["eval", "--plain", "--dataset", "ramdocs_rank", "--rerank", "crossval", "--set",
                 "rerank.verdict=support", "--set", "llm.prefix_cache=true", "--method",
                 "vanilla", "--answer-top", "3", "--answer-cache", f"{out}/answer-cache",
                 "--limit", limit, *common, *constrain, "--out",
                 f"{out}/ramdocs_rank-crossval-support-{side}"]
 
     def verifier(side, constrain):
-        return ["hostile", "run", "--setting", "poisonedrag", "--retrieval", "hostile",
+        return ["hostile", "run", "--plain", "--setting", "poisonedrag", "--retrieval", "hostile",
                 "--verify", "antisyco", "--limit", "6", *common, *constrain, "--out",
                 f"{out}/poisonedrag-hostile-antisyco-{side}"]
 
     def answers(method, limit, side, constrain):
         extra = ["--set", "csrag.enhance_context=false"] if method == "csrag" else []
-        return ["eval", "--dataset", "s", "--method", method, *extra, "--limit", limit,
+        return ["eval", "--plain", "--dataset", "s", "--method", method, *extra, "--limit", limit,
                 *common, *constrain, "--out", f"{out}/s-{method}-{side}"]
 
     assert calls() == [crossval("8", "on", on), crossval("4", "off", off),

@@ -75,7 +75,7 @@ def test_run_sweeps_the_levels_ablates_reports_and_measures_speed(tmp_path, fake
         "/main/s-vanilla-d0", "/main/s-cfrag-d0", "/main/s-vanilla-d4", "/main/s-cfrag-d4",
         "/ablations/s-cfrag_no_causal-d4", "/main/t-vanilla-d0", "/main/t-cfrag-d0",
         "/main/t-vanilla-d4", "/main/t-cfrag-d4", "/ablations/t-cfrag_no_causal-d4"]
-    assert evals[1] == ["eval", "--dataset", "s", "--method", "cfrag", "--limit", "3",
+    assert evals[1] == ["eval", "--plain", "--dataset", "s", "--method", "cfrag", "--limit", "3",
                         "--model", "default", "--threads", "1", "--workers", "2", "--context",
                         "item_retrieval", "--distractors", "0", "--metric", "smart_em", "--out",
                         f"{out}/main/s-cfrag-d0", "--no-progress", "--config",

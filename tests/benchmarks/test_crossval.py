@@ -329,15 +329,15 @@ def test_rerank_runs_every_reranker_with_its_settings_and_keeps_each_summary(
             "--limit", "5", "--offset", "500", "--model", "default", "--threads", "1",
             "--workers", "2"]
     assert calls() == [
-        ["eval", "--dataset", "ramdocs_rank", "--set", "llm.prefix_cache=true", *tail, "--out",
+        ["eval", "--plain", "--dataset", "ramdocs_rank", "--set", "llm.prefix_cache=true", *tail, "--out",
          f"{out}/ramdocs_rank-none", "--no-progress"],
-        ["eval", "--dataset", "ramdocs_rank", "--rerank", "crossval", "--set",
+        ["eval", "--plain", "--dataset", "ramdocs_rank", "--rerank", "crossval", "--set",
          "rerank.verdict=support", "--set", "rerank.same_subject_check=true", "--set",
          "llm.prefix_cache=true", *tail, "--out", f"{out}/ramdocs_rank-crossval-support-guard",
          "--no-progress"],
         ["report", out, "--out", f"{out}/report"]]
     summary = tmp_path / "rerank" / "ramdocs_rank-crossval-support-guard.summary.json"
-    assert summary.read_text() == "output of eval --dataset\n"
+    assert summary.read_text() == "output of eval --plain\n"
     assert "ramdocs_rank crossval-support-guard " in capsys.readouterr().out
     timings = (tmp_path / "rerank" / "timings.txt").read_text().splitlines()
     assert [line.rsplit(" ", 1)[0] for line in timings] == [

@@ -206,11 +206,11 @@ def test_baselines_run_every_method_on_every_set_then_compare_them(tmp_path, fak
     csrag.main(["baselines", "--sets", "s1", "s2", "--methods", "vanilla", "cot_json",
                 "--limit", "5", "--threads", "1", "--out", out, "--faithrag", faithrag])
     evals = calls()[:-1]
-    assert [(c[2], c[4], c[-2]) for c in evals] == [
+    assert [(c[3], c[5], c[-2]) for c in evals] == [
         ("s1", "vanilla", f"{out}/s1-vanilla"), ("s1", "cot_json", f"{out}/s1-cot_json"),
         ("s2", "vanilla", f"{out}/s2-vanilla"), ("s2", "cot_json", f"{out}/s2-cot_json")]
-    assert evals[0] == ["eval", "--dataset", "s1", "--method", "vanilla", "--limit", "5",
-                        "--model", "default", "--threads", "1", "--out", f"{out}/s1-vanilla",
+    assert evals[0] == ["eval", "--plain", "--dataset", "s1", "--method", "vanilla", "--limit",
+                        "5", "--model", "default", "--threads", "1", "--out", f"{out}/s1-vanilla",
                         "--no-progress"]
     assert calls()[-1] == ["report", out, "--compare", "--out", f"{out}/report"]
     timings = (tmp_path / "base" / "timings.txt").read_text().splitlines()
@@ -228,7 +228,7 @@ def test_run_main_extends_the_baselines_and_scores_every_cell_of_the_scored_runs
                 "csrag", "csrag_choices", "--limit", "7", "--base-out", base, "--workers", "2",
                 "--csrag-args", "--set llm.lookup_tokens=4", "--out", out,
                 "--faithrag", faithrag])
-    head = ["eval", "--model", "default", "--threads", "2", "--workers", "2", "--no-progress",
+    head = ["eval", "--plain", "--model", "default", "--threads", "2", "--workers", "2", "--no-progress",
             "--out"]
     assert calls() == [
         [*head, f"{base}/s-vanilla", "--dataset", "s", "--method", "vanilla", "--limit", "7"],

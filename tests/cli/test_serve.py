@@ -143,9 +143,9 @@ def test_the_command_prints_its_url_serves_and_stops_on_sigterm(tmp_path):
         assert get_json(url + "health") == {"status": "ok", "model": "fake", "method": "vanilla"}
         result = post_json(url + "v1/ask", {"question": "When did the Aldermoor Bridge open?"})
         assert [p["id"] for p in result["passages"]] == ["docs/bridge.md#0"]
-        # the default pipeline: the poisoning filter, the answer, the conflict report
+        # the default pipeline: the answer, then the conflict report
         steps = [s["stage"] for s in result["trace"]["steps"]]
-        assert steps[:3] == ["retrieve", "rerank", "generate"] and "detect" in steps
+        assert steps[:2] == ["retrieve", "generate"] and "detect" in steps
         port = int(url.rstrip("/").rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port)) as hang_up:
             hang_up.sendall(b"POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\n"
