@@ -49,3 +49,28 @@ def test_workers_on_a_joined_cluster_load_the_model_in_their_own_environment(mon
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     local = argparse.Namespace(ray=True, ray_address=None, context="given")
     assert [extra for _, extra in needs(local, config)] == ["ray", "llamacpp"]
+
+
+def test_the_suite_runs_both_ways_writes_its_report_and_reports_again(tmp_path, monkeypatch,
+                                                                      capsys):
+    from faithrag.eval.suite_slices import SLICES, SliceSpec, SuiteItem
+    from faithrag.types import Passage, Question
+
+    toy = [SuiteItem("toy", str(n), Question(f"Who did thing {n}?"),
+                     [Passage(f"{n}#c0", f"Mutemath did thing {n}.")], ["Mutemath"])
+           for n in range(2)]
+    monkeypatch.setitem(SLICES, "toy", SliceSpec("clean", lambda data_dir: toy))
+    out = tmp_path / "suite"
+    assert main(["eval", "--suite", "conflicts", "--report", "--out", str(out)]) == 2
+    assert "Run without --report first" in capsys.readouterr().err
+    args = ["eval", "--suite", "conflicts", "--slices", "toy", "--out", str(out),
+            "--set", "llm.backend=fake", "--no-progress"]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "| toy | clean | 2 |" in table and "**all items**" in table
+    assert (out / "report.md").read_text() == table
+    assert json.loads((out / "summary.json").read_text())["overall"]["n"] == 2
+    assert main(["eval", "--suite", "conflicts", "--report", "--out", str(out)]) == 0
+    assert capsys.readouterr().out == table
+    assert main([*args[:-1], "--shard", "x"]) == 2
+    assert "--shard I/N" in capsys.readouterr().err
