@@ -26,3 +26,38 @@ def test_demo_shows_crossval_with_both_verdicts_whatever_the_configured_one():
 def test_an_unknown_key_or_a_bad_value_is_refused(overrides):
     with pytest.raises(ConfigError):
         configure(Config(), overrides)
+
+
+def test_the_demo_sets_plain_rag_beside_the_defaults_case_by_case(monkeypatch, capsys):
+    from faithrag import FakeLLM
+    from faithrag.cli import demo, main
+
+    monkeypatch.setattr(demo, "load_llm", lambda config: FakeLLM(
+        [("Harrow", "Edith Marlow"), ("Road", "Cormac McCarthy"), ("capital", "Sydney")],
+        default="1887"))
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    progress = [line for line in out.splitlines() if line.startswith("[")]
+    assert [line.split(":")[0] for line in progress] == [
+        "[1/4] case 1, passages disagree", "[2/4] case 2, one name, two subjects",
+        "[3/4] case 3, poisoned retrieval", "[4/4] case 4, context vs memory"]
+    # plain RAG gives one designer of two and says which reading it kept quiet about
+    assert "plain RAG (--plain)          ✗ Edith Marlow  (silent: the evidence also says " \
+           "Tomas Reyes)" in out
+    assert out.count("  faithrag, the defaults ") == 4
+    assert out.count("  faithrag + --kb trusted/ ") == 1  # only where a trusted source pays
+    summary = out.splitlines()[-1]
+    assert summary.startswith("Right or shown with sources: plain RAG (--plain) ")
+    assert summary.endswith("faithrag + --kb trusted/ 1/1")  # counted over the cases it ran
+
+
+def test_all_methods_runs_every_case_with_every_method_alone(monkeypatch, capsys):
+    from faithrag import FakeLLM
+    from faithrag.cli import demo, main
+
+    monkeypatch.setattr(demo, "load_llm", lambda config: FakeLLM(default="1887"))
+    assert main(["demo", "--all-methods", "--case", "1"]) == 0
+    out = capsys.readouterr().out
+    summary = out.splitlines()[-1]
+    assert all(f"{label} " in summary for label, _ in DEMO_RUNS)
+    assert "vanilla RAG 1/1" in summary  # 1887, the answer expected
