@@ -146,7 +146,7 @@ _STAGE_KEYS = tuple(entry.key for entry in registry.KINDS)  # "method", "rerank"
 _MANIFEST_KEYS = ("dataset", "dataset_sha256", "split", *_STAGE_KEYS, "model", "model_sha256",
                   "context_mode", "metric", "seed", "offset", "config", "sweep")
 # settings that change speed, never results: a run may resume with different values
-_SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
+SPEED_ONLY = ("n_threads", "timeout", "max_retries", "concurrency")
 # keys that later code added to the manifest, with the value that older runs had implicitly
 _ADDED_KEYS = {"offset": 0}
 
@@ -172,7 +172,7 @@ def _comparable(manifest: dict[str, Any], key: str) -> Any:
         return stage_names(manifest)[registry.KINDS[_STAGE_KEYS.index(key)].kind]
     value = manifest.get(key, _ADDED_KEYS.get(key))
     if key == "config" and isinstance(value, dict):
-        llm = {k: v for k, v in value.get("llm", {}).items() if k not in _SPEED_ONLY}
+        llm = {k: v for k, v in value.get("llm", {}).items() if k not in SPEED_ONLY}
         value = {**value, "llm": llm}
     return value
 

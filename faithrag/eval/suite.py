@@ -33,7 +33,7 @@ from filelock import FileLock, Timeout
 
 from faithrag.config import Config
 from faithrag.errors import ConfigError
-from faithrag.eval.run_dir import code_version
+from faithrag.eval.run_dir import SPEED_ONLY, code_version
 from faithrag.eval.suite_slices import (
     SLICES,
     SuiteItem,
@@ -109,11 +109,22 @@ def _manifest(suite: str, slices: Sequence[str], per_slice: int, seed: int,
             "configs": {way: c.model_dump(mode="json") for way, c in configs.items()}}
 
 
+def _comparable(key: str, value: Any) -> Any:
+    """A manifest value without the settings that change speed, never results (threads,
+    timeouts, retries), so that a run may resume with other values of them."""
+    if key != "configs" or not isinstance(value, dict):
+        return value
+    return {way: {**config, "llm": {k: v for k, v in config.get("llm", {}).items()
+                                    if k not in SPEED_ONLY}}
+            for way, config in value.items()}
+
+
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     path = out / MANIFEST
     if path.is_file():
         old = json.loads(path.read_text())
-        changed = [key for key in manifest if old.get(key) != manifest[key]]
+        changed = [key for key in manifest
+                   if _comparable(key, old.get(key)) != _comparable(key, manifest[key])]
         if changed:
             raise ConfigError(f"{out} holds a suite run with other {', '.join(changed)}.",
                               "Use another --out directory, or delete this one to start over.")

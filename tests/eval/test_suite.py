@@ -99,6 +99,12 @@ def test_a_rerun_resumes_and_other_settings_are_refused(tmp_path, toy_slices, ll
     assert len(suite.run_suite(config(), tmp_path, slices=toy_slices,
                                llms={"plain": llm, "pipeline": llm})) == 6
     assert len(llm.calls) == calls  # nothing ran again
+    faster = Config.load(None, {"llm.backend": "fake", "llm.n_threads": 1})
+    assert len(suite.run_suite(faster, tmp_path, slices=toy_slices,
+                               llms={"plain": llm, "pipeline": llm})) == 6  # speed only
+    with pytest.raises(ConfigError, match="configs"):
+        suite.run_suite(Config.load(None, {"llm.backend": "fake",
+                                           "conflicts.subject_coverage": 0.9}), tmp_path, slices=toy_slices, llms={"plain": llm, "pipeline": llm})
     with pytest.raises(ConfigError, match="per_slice"):
         suite.run_suite(config(), tmp_path, slices=toy_slices, per_slice=1,
                         llms={"plain": llm, "pipeline": llm})
