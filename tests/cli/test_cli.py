@@ -26,7 +26,7 @@ def docs(tmp_path):
 def test_ask_with_explain_through_a_real_llama_cpp_server(llama_server, docs, capsys):
     rc = main(["ask", "When was the Aldermoor Bridge opened?", "--docs", str(docs), "--llm",
                "openai", "--base-url", llama_server, "--model", "tiny", "--n-ctx", "2048",
-               "--explain"])
+               "--explain", "--plain"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "bridge.md#0" in out  # the evidence it retrieved
@@ -57,7 +57,7 @@ def test_index_add_then_ask_embedded_json(docs, tmp_path, capsys):
     assert manifest["counts"]["passages"] == 2 and manifest["chunking"]["max_tokens"] == 250
     capsys.readouterr()
     rc = main(["ask", "When was the Aldermoor Bridge opened?", "--index", str(idx), "--model",
-               "tiny", "--threads", "1", "--json", "-k", "1"])
+               "tiny", "--threads", "1", "--json", "-k", "1", "--plain"])
     result = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert [p["id"] for p in result["passages"]] == ["bridge.md#0"]
@@ -92,11 +92,11 @@ def test_eval_without_data_is_a_user_error(tmp_path, capsys):
 @pytest.mark.model
 @pytest.mark.usefixtures("tiny_gguf")
 def test_demo_runs_a_case(capsys):
-    assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "2"]) == 0
+    assert main(["demo", "--model", "tiny", "--threads", "1", "--case", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Case 2: passage vs passage" in out and "vanilla RAG" in out
-    assert "vanilla + crossval, support" in out and "vanilla + detect conflicts" in out
-    assert "Summary:" in out
+    assert "[1/1] case 1, passages disagree" in out
+    assert "plain RAG (--plain) " in out and "faithrag, the defaults " in out
+    assert "Right or shown with sources: plain RAG (--plain) " in out
 
 
 def dead_port():

@@ -55,5 +55,5 @@ def test_demo_shows_the_verifier_row_and_the_scenarios(tmp_path, capsys):
     cfg.write_text('[llm]\nbackend = "fake"\n')
     assert main(["demo", "--config", str(cfg), "--case", "3", "--scenarios"]) == 0
     out = capsys.readouterr().out
-    assert "vanilla + anti-sycophancy" in out and "PASS:" in out
+    assert "faithrag + --kb trusted/" in out and "PASS:" in out
     assert "Anti-sycophancy scenarios" in out and "Scenarios: " in out

@@ -156,7 +156,7 @@ def test_the_tiny_model_answers_the_official_client_plain_and_streamed(start_ser
     from faithrag.config import Config
     from faithrag.llm import load_llm
 
-    config = Config.load(overrides={"llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
+    config = Config.load(overrides={**PLAIN_RAG, "llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
                                     "llm.n_threads": 1})
     client = client_for(start_server(llm=load_llm(config.llm), config=config))
     request = {"model": "faithrag", "messages": [
@@ -386,7 +386,8 @@ def test_the_conflict_summary_ends_the_text_reply_unless_switched_off(start_serv
 def test_the_server_setting_switches_the_summary_off(start_server, conflict_stages):
     from faithrag.config import Config
 
-    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake", "server.conflict_summary": False})
+    config = Config.load(overrides={**PLAIN_RAG, "llm.backend": "fake",
+                                    "server.conflict_summary": False})
     client = client_for(start_server(llm=FakeLLM(default="Canberra"), config=config))
     request = {"model": "faithrag", "messages": [{"role": "user", "content": "Capital?"}],
                "extra_body": {"faithrag": {"rerank": "test_sides", "passages": SIDES_PASSAGES}}}
@@ -448,7 +449,9 @@ def tiny_server(start_server, tiny_gguf):
     from faithrag.config import Config
     from faithrag.llm import load_llm
 
-    config = Config.load(overrides={"llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
+    # plain RAG: the reply streams as the answer is decoded (the default policy, surface,
+    # rewrites the answer after the run, so its reply arrives whole)
+    config = Config.load(overrides={**PLAIN_RAG, "llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
                                     "llm.n_threads": 1, "generation.answer_tokens": 64})
     llm = Outcomes(load_llm(config.llm))
     return client_for(start_server(llm=llm, config=config)), llm
