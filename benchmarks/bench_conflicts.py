@@ -88,13 +88,14 @@ from pathlib import Path
 from typing import Any
 
 from faithrag import Pipeline
-from faithrag.answers import containment, normalize_answer, same_answer, smart_em
+from faithrag.answers import containment, same_answer, smart_em
 from faithrag.config import ConflictsConfig
 from faithrag.eval.datasets import QAItem, RankItem, load_dataset
 from faithrag.eval.distractors import DistractorPool
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
 from faithrag.eval.stats import paired_difference, wilson_interval
+from faithrag.eval.suite_slices import passage_window, wrong_answers
 from faithrag.llm.base import LLM
 from faithrag.pipeline import Result, configure
 from faithrag.retrieval import InMemoryRetriever
@@ -194,33 +195,6 @@ def memory_cases(dataset: str, limit: int, data_dir: str | None, offset: int = 0
     return cases
 
 
-def passage_window(item: RankItem, k: int) -> list[Passage] | None:
-    """The positive variant's passages (see the module docstring), or None when the item has
-    no contrary or no relevant passage."""
-    passages = item.as_passages()
-
-    def contrary(p: Passage) -> bool:
-        return bool(p.meta["is_contrary"])
-
-    def relevant(p: Passage) -> bool:
-        return p.meta["relevance"] > 0 and not contrary(p)
-
-    window = passages[:k]
-    for wanted in (contrary, relevant):
-        if any(wanted(p) for p in window):
-            continue
-        first = next((p for p in passages if wanted(p)), None)
-        if first is None:
-            return None
-        spare = [i for i, p in enumerate(window) if not contrary(p) and not relevant(p)]
-        if spare:
-            window = window[:spare[-1]] + window[spare[-1] + 1:]
-        elif len(window) >= k:
-            return None  # k too small to hold both sides
-        window = sorted(window + [first], key=passages.index)
-    return window
-
-
 def passages_cases(dataset: str, limit: int, data_dir: str | None, k: int, offset: int = 0
                    ) -> list[Case]:
     """Per ranking item: the window with its contrary passages (1) and without them (0). The
@@ -297,14 +271,6 @@ def document_labels(item: QAItem) -> dict[str, Any]:
     number of misinformation documents."""
     labels = {p.id: p.meta.get("doc_type") for p in item.passages()}
     return {"doc_types": labels, "misinfo": sum(t == "misinfo" for t in labels.values())}
-
-
-def wrong_answers(item: QAItem) -> list[str]:
-    """The misinfo documents' answers that are not also a gold answer, in document order."""
-    golds = {normalize_answer(g) for g in item.answers}
-    docs = item.context if isinstance(item.context, list) else []
-    answers = [d.doc_answer for d in docs if d.doc_type == "misinfo" and d.doc_answer]
-    return [a for a in dict.fromkeys(answers) if normalize_answer(a) not in golds]
 
 
 def surface_cases(limit: int, data_dir: str | None, offset: int = 0) -> list[Case]:

@@ -19,9 +19,9 @@ import inspect
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import IO
+
+from hostile import call  # the scripts share benchmarks/ on sys.path
 
 from faithrag.eval.report import item_slice, sliced_ids
 
@@ -29,21 +29,6 @@ from faithrag.eval.report import item_slice, sliced_ids
 CONFIGS = {"cfrag": (), "cfrag_no_counterfactuals": ("counterfactuals = false",),
            "cfrag_no_division": ("evidence_division = false",),
            "cfrag_no_causal": ("causal_scoring = false",)}
-
-
-def call(command: list[str], timings: str | None = None, label: str = "",
-         stdout: IO[str] | None = None) -> None:
-    """Run `command`, stopping with its exit status if it fails; with `timings`, print "LABEL
-    Ns" (its wall time in whole seconds) and append that line to the file `timings`."""
-    start = int(time.time())
-    status = subprocess.run(command, check=False, stdout=stdout).returncode
-    if status:
-        raise SystemExit(status)
-    if timings:
-        line = f"{label} {int(time.time()) - start}s"
-        print(line, flush=True)
-        with open(timings, "a", encoding="utf-8") as sink:
-            sink.write(line + "\n")
 
 
 def tee(command: list[str], path: str) -> None:

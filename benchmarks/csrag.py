@@ -26,12 +26,11 @@ import argparse
 import glob
 import inspect
 import os
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from hostile import call  # the scripts share benchmarks/ on sys.path
 
 from faithrag.eval.report import Run, find_run_dirs, run_outcomes
 from faithrag.eval.stats import paired_difference, wilson_interval
@@ -50,21 +49,6 @@ ABLATIONS = (("enhanced+control", ()), ("original+control", ORIGINAL),
              *((f"alpha={a}", ("--set", f"csrag.alpha={a}")) for a in (-3, -5)),
              *((f"beta={b}", ("--set", f"csrag.beta={b}")) for b in (1, 5)),
              ("no-stopword-filter", ("--set", "csrag.filter_stopwords=false")))
-
-
-def call(command: list[str], timings: str | None = None, label: str = "",
-         stdout: IO[str] | None = None) -> None:
-    """Run `command`, stopping with its exit status if it fails; with `timings`, print "LABEL
-    Ns" (its wall time in whole seconds) and append that line to the file `timings`."""
-    start = int(time.time())
-    status = subprocess.run(command, check=False, stdout=stdout).returncode
-    if status:
-        raise SystemExit(status)
-    if timings:
-        line = f"{label} {int(time.time()) - start}s"
-        print(line, flush=True)
-        with open(timings, "a", encoding="utf-8") as sink:
-            sink.write(line + "\n")
 
 
 def baselines(args: argparse.Namespace) -> None:
