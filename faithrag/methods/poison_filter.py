@@ -12,7 +12,10 @@ injection are looked for (faithrag.methods.poison_signals):
   copy is the original and every one is removed; when every version is backed (two real pages
   of one template), all are kept and the conflict is reported (action "kept").
 Passages keep their incoming order; a removed passage's reason names the signal and the
-passages it shares it with. Each group found is one `poisoning_suspected` conflict (action
+passages it shares it with. With `top_k`, only the first `top_k` passages left are passed on
+(as a ranker's `top_k` does): retrieve more passages than an attacker can place (the
+retriever's k above `top_k`), so that removing the injected ones leaves clean passages to
+answer from. The passages below the cut are named on the step (`below_top_k`), not removed. Each group found is one `poisoning_suspected` conflict (action
 "removed", or "kept" when every version is backed): for a cluster one side quoting its
 passages, for altered copies one side per version whose answer is its replaced words. A retrieval of fewer than two passages is left
 alone. An embedder that fails is a warning and a `could_not_tell` check on the step; altered
@@ -69,16 +72,19 @@ class PoisonFilter:
     def __init__(self, embedder: Embedder | None, *, similarity: float = 0.8,
                  query_similarity: float = 0.55, min_cluster: int = 3,
                  halo_similarity: float = 0.6,
-                 copies: CopySettings | None = DEFAULT_COPIES):
+                 copies: CopySettings | None = DEFAULT_COPIES, top_k: int | None = None):
         """`embedder`: embeds the question and the passages for the cluster signal (None: no
         cluster is looked for); `copies`: how altered copies are told (None: they are not
-        looked for)."""
+        looked for); `top_k`: how many of the passages left to pass on (None: all)."""
+        if top_k is not None and top_k < 1:
+            raise ValueError("top_k must be >= 1 or None")
         self.embedder = embedder
         self.similarity = similarity
         self.query_similarity = query_similarity
         self.min_cluster = min_cluster
         self.halo_similarity = halo_similarity
         self.copies = copies
+        self.top_k = top_k
 
     def rerank(self, question: Question, passages: list[Passage], trace: Trace) -> RerankResult:
         with trace.step("rerank", self.name, question=question.text,
@@ -86,7 +92,7 @@ class PoisonFilter:
             if len(passages) < 2:
                 step.decision = "fewer than two passages: nothing to compare, left alone"
                 step.checks.append(ConflictCheck(KIND, self.name, "no_conflict"))  # type: ignore[arg-type]
-                return RerankResult(list(passages))
+                return RerankResult(list(passages[:self.top_k]))
             removed: dict[int, str] = {}
             conflicts: list[Conflict] = []
             clusters, embedded = self._clusters(question, passages, step)
@@ -123,14 +129,17 @@ class PoisonFilter:
                     + "; ".join(f"{passages[i].id}: {versions[i]}" for i in group if versions[i])
                     + (f"; backed by other passages: {', '.join(passages[j].id for j in backed)}"
                        if backed else "; no other passage backs a version")))
-            kept = [p for i, p in enumerate(passages) if i not in removed]
+            left = [p for i, p in enumerate(passages) if i not in removed]
+            kept = left[:self.top_k]
             step.conflicts.extend(conflicts)
             status = "conflict" if conflicts else ("no_conflict" if embedded else "could_not_tell")
             step.checks.append(ConflictCheck(KIND, self.name, status))  # type: ignore[arg-type]
             step.outputs = {"kept": [p.id for p in kept],
-                            "removed": {passages[i].id: why for i, why in sorted(removed.items())}}
+                            "removed": {passages[i].id: why for i, why in sorted(removed.items())},
+                            "below_top_k": [p.id for p in left[len(kept):]]}
             step.decision = (f"removed {len(removed)} of {len(passages)} passages"
-                             if removed else "no sign of injection: all passages kept")
+                             if removed else "no sign of injection: all passages kept") + (
+                f"; passed on the first {len(kept)} left" if len(kept) < len(left) else "")
             return RerankResult(kept, [RemovedPassage(passages[i], why)
                                        for i, why in sorted(removed.items())])
 
@@ -209,6 +218,9 @@ class PoisonFilterConfig(Section):
     rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
     """copies differing in many places are one text rewritten when their aligned words cover
     this share of the longer"""
+    top_k: int | None = Field(None, ge=1)
+    """pass on only the first top_k passages left (None: all); set retrieval.k above it so the
+    filter sees more passages than an attacker can place"""
 
 
 @register("reranker", "poison_filter", section="poison_filter",
@@ -226,4 +238,4 @@ def build_poison_filter(llm: LLM, config: Config, retriever: Retriever | None) -
                         halo_similarity=s.halo_similarity,
                         copies=CopySettings(s.copy_coverage, s.max_edit_words, s.anchor_words,
                                             s.max_edits, s.rewrite_coverage)
-                        if s.altered_copies else None)
+                        if s.altered_copies else None, top_k=s.top_k)

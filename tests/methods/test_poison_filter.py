@@ -124,3 +124,21 @@ def test_copies_whose_every_version_is_backed_are_kept_and_reported():
     result = _filter().rerank(Question("When was the bridge opened?"), [FAKE, REAL, both], trace)
     assert result.removed == [] and len(result.passages) == 3
     assert trace.conflicts[0].action == "kept"
+
+
+def test_top_k_passes_on_the_first_passages_left_after_removal():
+    organic = [Passage(f"o{i}", f"Organic passage {i} about the Yankees' seasons.") for i in range(3)]
+    trace = Trace()
+    flt = PoisonFilter(TableEmbedder(), similarity=0.9, query_similarity=0.5, min_cluster=3,
+                       halo_similarity=0.9, top_k=2)
+    result = flt.rerank(Question(QUESTION), [*CRAFTED, *organic], trace)
+    assert [p.id for p in result.passages] == ["o0", "o1"]
+    assert [r.passage.id for r in result.removed] == ["x0", "x1", "x2"]
+    assert trace.steps[0].outputs["below_top_k"] == ["o2"]
+    assert "passed on the first 2 left" in trace.steps[0].decision
+
+
+def test_top_k_cuts_a_single_passage_retrieval_too_and_rejects_zero():
+    assert len(PoisonFilter(None, top_k=1).rerank(Question("Q?"), [ORGANIC], Trace()).passages) == 1
+    with pytest.raises(ValueError, match="top_k"):
+        PoisonFilter(None, top_k=0)
