@@ -325,10 +325,12 @@ def filter_records(name: str, retrieval: str, attack: str, k: int, part: str, co
         result = flt.rerank(Question(item.question), passages, Trace())
         seconds = time.perf_counter() - started
         removed = {r.passage.id for r in result.removed}
+        passed = {p.id for p in result.passages}
         records.append({"setting": name, "retrieval": retrieval, "attack": attack, "k": k,
                         "id": item.id,
                         "poison": [bool(p.meta.get("poisoned")) for p in passages],
                         "removed": [p.id in removed for p in passages],
+                        "passed": [p.id in passed for p in passages],
                         "seconds": round(seconds, 5)})
     return records
 
@@ -338,15 +340,18 @@ def filter_table(records: list[dict]) -> str:
     for r in records:
         groups.setdefault((r["setting"], r["retrieval"], r["attack"], r["k"]), []).append(r)
     lines = [("| setting | retrieval | attack | k | n | poison removed | items with a clean "
-              "passage removed | ms per item |"), "|---|---|---|---:|---:|---|---|---:|"]
+              "passage removed | items with poison passed on | ms per item |"),
+             "|---|---|---|---:|---:|---|---|---|---:|"]
     for (name, retrieval, attack, k), rows in sorted(groups.items()):
         poison = [rm for r in rows for p, rm in zip(r["poison"], r["removed"]) if p]
         false = sum(any(rm and not p for p, rm in zip(r["poison"], r["removed"])) for r in rows)
         caught = (f"{sum(poison)}/{len(poison)} = {100 * sum(poison) / len(poison):.0f} % "
                   f"[{_ci(sum(poison), len(poison))}]" if poison else "–")
+        leaked = sum(any(p and on for p, on in zip(r["poison"], r.get("passed", [])))
+                     for r in rows)
         lines.append(f"| {name} | {retrieval} | {attack} | {k} | {len(rows)} | {caught} | "
                      f"{false}/{len(rows)} = {100 * false / len(rows):.1f} % "
-                     f"[{_ci(false, len(rows))}] | "
+                     f"[{_ci(false, len(rows))}] | {leaked}/{len(rows)} | "
                      f"{1000 * sum(r['seconds'] for r in rows) / len(rows):.1f} |")
     return "\n".join(lines)
 
@@ -395,8 +400,9 @@ def _ci(hits: int, n: int) -> str:
 
 def poison_filter(args: argparse.Namespace) -> None:
     """What the poisoning filter removes (no LLM): per hostile setting, retrieval and attack,
-    the share of poisoned passages it removes and the share of items where it removes a clean
-    passage.
+    the share of poisoned passages it removes, the share of items where it removes a clean
+    passage, and the items where a poisoned passage is among those it passes on (all that are
+    left, or the first `poison_filter.top_k` of them).
 
     For each item the setting's own retrieval is run (BM25 over the clean corpus, the poison
     injected at the top for hostile retrieval, as `faithrag hostile run` does) and
@@ -404,8 +410,10 @@ def poison_filter(args: argparse.Namespace) -> None:
     Thresholds are chosen on the calibration part (dev items from the 101st on) and reported on
     the evaluation part (the first 100, the items `run` answers), e.g. `--part evaluation --set
     use_cache=false --out results/poison-filter` or `--part calibration --set
-    poison_filter.min_cluster=2`. Writes `<out>/<part>.jsonl` (one record per item: setting,
-    retrieval, attack, k, the passages' poison flags, what was removed and the filter's seconds)
+    poison_filter.min_cluster=2`; `-k 15 --set poison_filter.top_k=5` retrieves 15 and passes
+    on 5. Writes `<out>/<part>.jsonl` (one record per item: setting,
+    retrieval, attack, k, the passages' poison flags, what was removed and passed on, and the
+    filter's seconds)
     and prints the table. With `--set use_cache=false` the seconds include embedding every
     passage afresh.
 
@@ -421,7 +429,7 @@ def poison_filter(args: argparse.Namespace) -> None:
     config = Config.load(None, parse_set_options(args.overrides))
     records = []
     for name in args.settings:
-        ks = sorted({DEFAULT_K[name], EXTRA_K.get(name, DEFAULT_K[name])})
+        ks = args.k or sorted({DEFAULT_K[name], EXTRA_K.get(name, DEFAULT_K[name])})
         for k in ks:
             records += filter_records(name, "clean", "standard", k, args.part, config,
                                       args.data_dir)
@@ -479,6 +487,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     p = command("poison-filter", poison_filter, "what the poisoning filter removes (no LLM)")
     p.add_argument("--part", choices=("calibration", "evaluation"), default="evaluation")
+    p.add_argument("-k", type=int, nargs="+", default=None,
+                   help="retrieval depths (default: each setting's k, and 6 for PoisonedRAG); "
+                        "with --set poison_filter.top_k=N the filter passes on N")
     p.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS)
     p.add_argument("--attacks", nargs="+", default=list(ATTACKS), choices=ATTACKS,
                    help="attacks on hostile retrieval (clean retrieval has none)")

@@ -140,3 +140,16 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
     assert row.endswith("| 0.50 |")
     with pytest.raises(SystemExit):
         hostile.main(["poison-filter", "--answers", str(plain)])
+
+
+def test_the_filter_table_counts_items_whose_poison_was_passed_on():
+    base = {"setting": "poisonedrag", "retrieval": "hostile", "attack": "standard", "k": 4,
+            "seconds": 0.002}
+    records = [  # passages: poison, poison, clean, clean; top_k = 2
+        {**base, "id": "q0", "poison": [True, True, False, False],
+         "removed": [True, True, False, False], "passed": [False, False, True, True]},
+        {**base, "id": "q1", "poison": [True, True, False, False],
+         "removed": [True, False, True, False], "passed": [False, True, False, True]}]
+    row = hostile.filter_table(records).splitlines()[2]
+    assert row.startswith("| poisonedrag | hostile | standard | 4 | 2 | 3/4 = 75 % ")
+    assert "| 1/2 = 50.0 % " in row and row.endswith("| 1/2 | 2.0 |")
