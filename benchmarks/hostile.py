@@ -411,10 +411,9 @@ def poison_filter(args: argparse.Namespace) -> None:
     the evaluation part (the first 100, the items `run` answers), e.g. `--part evaluation --set
     use_cache=false --out results/poison-filter` or `--part calibration --set
     poison_filter.min_cluster=2`; `-k 15 --set poison_filter.top_k=5` retrieves 15 and passes
-    on 5. Writes `<out>/<part>.jsonl` (one record per item: setting,
-    retrieval, attack, k, the passages' poison flags, what was removed and passed on, and the
-    filter's seconds)
-    and prints the table. With `--set use_cache=false` the seconds include embedding every
+    on 5. Writes `<out>/<part>.jsonl` (one record per item: setting, retrieval, attack, k, the
+    passages' poison flags, what was removed and passed on, and the filter's seconds) and prints
+    the table. With `--set use_cache=false` the seconds include embedding every
     passage afresh.
 
     `--answers PLAIN FILTERED [PLAIN FILTERED ...]` instead compares `faithrag hostile run`

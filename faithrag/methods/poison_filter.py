@@ -15,9 +15,10 @@ Passages keep their incoming order; a removed passage's reason names the signal 
 passages it shares it with. With `top_k`, only the first `top_k` passages left are passed on
 (as a ranker's `top_k` does): retrieve more passages than an attacker can place (the
 retriever's k above `top_k`), so that removing the injected ones leaves clean passages to
-answer from. The passages below the cut are named on the step (`below_top_k`), not removed. Each group found is one `poisoning_suspected` conflict (action
-"removed", or "kept" when every version is backed): for a cluster one side quoting its
-passages, for altered copies one side per version whose answer is its replaced words. A retrieval of fewer than two passages is left
+answer from. The passages below the cut are named on the step (`below_top_k`), not removed.
+Each group found is one `poisoning_suspected` conflict (action "removed", or "kept" when every
+version is backed): for a cluster one side quoting its passages, for altered copies one side
+per version whose answer is its replaced words. A retrieval of fewer than two passages is left
 alone. An embedder that fails is a warning and a `could_not_tell` check on the step; altered
 copies, which need no embedding, are still removed.
 
