@@ -347,13 +347,18 @@ def filter_table(records: list[dict]) -> str:
         false = sum(any(rm and not p for p, rm in zip(r["poison"], r["removed"])) for r in rows)
         caught = (f"{sum(poison)}/{len(poison)} = {100 * sum(poison) / len(poison):.0f} % "
                   f"[{_ci(sum(poison), len(poison))}]" if poison else "–")
-        leaked = sum(any(p and on for p, on in zip(r["poison"], r.get("passed", [])))
-                     for r in rows)
+        leaked = sum(any(p and on for p, on in zip(r["poison"], _passed(r))) for r in rows)
         lines.append(f"| {name} | {retrieval} | {attack} | {k} | {len(rows)} | {caught} | "
                      f"{false}/{len(rows)} = {100 * false / len(rows):.1f} % "
                      f"[{_ci(false, len(rows))}] | {leaked}/{len(rows)} | "
                      f"{1000 * sum(r['seconds'] for r in rows) / len(rows):.1f} |")
     return "\n".join(lines)
+
+
+def _passed(record: dict) -> list[bool]:
+    """Which passages the filter passed on; records made before `passed` was kept had no
+    `top_k`, so there every passage not removed was passed on."""
+    return record.get("passed") or [not removed for removed in record["removed"]]
 
 
 def answers_table(dirs: list[str]) -> str:

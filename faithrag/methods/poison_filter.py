@@ -93,7 +93,7 @@ class PoisonFilter:
             if len(passages) < 2:
                 step.decision = "fewer than two passages: nothing to compare, left alone"
                 step.checks.append(ConflictCheck(KIND, self.name, "no_conflict"))  # type: ignore[arg-type]
-                return RerankResult(list(passages[:self.top_k]))
+                return RerankResult(list(passages))
             removed: dict[int, str] = {}
             conflicts: list[Conflict] = []
             clusters, embedded = self._clusters(question, passages, step)

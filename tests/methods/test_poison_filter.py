@@ -138,7 +138,7 @@ def test_top_k_passes_on_the_first_passages_left_after_removal():
     assert "passed on the first 2 left" in trace.steps[0].decision
 
 
-def test_top_k_cuts_a_single_passage_retrieval_too_and_rejects_zero():
+def test_a_single_passage_is_left_alone_with_top_k_and_zero_is_rejected():
     assert len(PoisonFilter(None, top_k=1).rerank(Question("Q?"), [ORGANIC], Trace()).passages) == 1
     with pytest.raises(ValueError, match="top_k"):
         PoisonFilter(None, top_k=0)
