@@ -28,12 +28,16 @@ by `answer_tokens`:
      is off-subject (a lookalike: another year, another person with the same first name); its
      passages are set aside, named in the `low_relevance` check's note, and never become a
      side. A question with no anchor sets nothing aside;
-   - passage vs passage, as Yes/No choice scores on the shared head: of the two largest groups
-     left, do their first passages speak of the same subject? The log-odds of "Yes", averaged
-     over both orders, below `same_subject_threshold` means different subjects that share the
-     question's name.
+   - edited copies, with no model call: two groups whose passages include two that are one
+     text with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its
+     default settings) are versions of one document, so they speak of the same subject; such
+     groups form one subject, whose largest group (on a tie the earliest) stands for it below;
+   - passage vs passage, as Yes/No choice scores on the shared head, only when two or more
+     subjects are left: of the two largest groups standing for them, do their first passages
+     speak of the same subject? The log-odds of "Yes", averaged over both orders, below
+     `same_subject_threshold` means different subjects that share the question's name.
 So a question costs one `generate()` call with at most k + 1 short requests, plus one scoring
-call of two requests when on-subject passages disagree.
+call of two requests when on-subject passages of different documents disagree.
 
 Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
 markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
@@ -50,14 +54,15 @@ group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
 an unreadable reply never counts as "no_conflict", and each is warned about on the step):
-- `passage_vs_passage` / `ambiguous`: two or more on-subject answer groups, reported as
-  `ambiguous` when the two largest are judged to speak of different subjects, else
-  `passage_vs_passage`; the other kind's check is "no_conflict". One side per on-subject group:
-  its answer, a quote of each of its passages (`faithrag.methods.conflicts.excerpt`: the
-  sentence holding the answer, else the passage's start, bounded), their ids and sources.
-  Confidence: the share of on-subject answering passages outside the largest group (a lone
-  dissenter among five is 0.2; an even split of two is 0.5). One group (or none), and some
-  passage reply unread → could_not_tell; otherwise no_conflict.
+- `passage_vs_passage` / `ambiguous`: two or more on-subject answer groups. Judged to speak of
+  different subjects: `ambiguous`, one side per subject (the group standing for it), and, when
+  some subject holds edited versions, also `passage_vs_passage` with one side per version.
+  Otherwise `passage_vs_passage` alone, one side per on-subject group. A kind not reported has
+  the check "no_conflict". A side: its answer, a quote of each of its passages
+  (`faithrag.methods.conflicts.excerpt`: the sentence holding the answer, else the passage's
+  start, bounded), their ids and sources. Confidence: the share of the sides' passages outside
+  the largest side (a lone dissenter among five is 0.2; an even split of two is 0.5). One group
+  (or none), and some passage reply unread → could_not_tell; otherwise no_conflict.
 - `context_vs_memory`: the model knows (confidence at least `memory_confidence`) and its
   closed-book answer differs from the context's answer. Sides: the model's memory (its reply
   quoted, source "memory") and the context's group. Confidence: the share of on-subject
@@ -105,6 +110,7 @@ from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE, passages_head, render_prompt
 from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
+from faithrag.methods.poison_signals import altered_copies, connected_groups
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import CHOICES as YES_NO
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
@@ -279,6 +285,26 @@ def context_group(groups: list[AnswerGroup], draft: Answer, question: Question
     return (agrees or largest)[0]
 
 
+def edited_versions(groups: list[AnswerGroup]) -> list[tuple[int, int]]:
+    """The pairs (i, j), i < j, of answer groups holding two passages that are one text with a
+    stretch changed (faithrag.methods.poison_signals.altered_copies, default settings): an
+    edited copy speaks of the same subject as its original, whatever the names say."""
+    owner = [i for i, g in enumerate(groups) for _ in g.passages]
+    passages = [p for g in groups for p in g.passages]
+    pairs = altered_copies([p.text for p in passages], [p.title for p in passages])
+    return sorted({(owner[p.first], owner[p.second]) for p in pairs
+                   if owner[p.first] != owner[p.second]})
+
+
+def _passage_conflict(kind: str, groups: list[AnswerGroup], note: str) -> Conflict:
+    """A conflict with one side per group; its confidence is the share of the groups' passages
+    outside the largest (a lone dissenter among five is 0.2; an even split of two is 0.5)."""
+    answering = sum(len(g.passages) for g in groups)
+    largest = max(len(g.passages) for g in groups)
+    return Conflict(kind, "conflicts", [g.side() for g in groups],  # type: ignore[arg-type]
+                    "reported", (answering - largest) / answering, note)
+
+
 class ConflictDetector:
     """Detection only (see the module docstring): `detect` records the conflicts and checks on
     a trace step and returns the conflicts; the answer is left as it is."""
@@ -394,7 +420,35 @@ class ConflictDetector:
             self._check(step, "passage_vs_passage", status)
             self._check(step, "ambiguous", status)
             return
-        first, second = sorted(groups, key=lambda g: -len(g.passages))[:2]
+        edited = edited_versions(groups)
+        subjects = [[groups[i] for i in component]
+                    for component in connected_groups(range(len(groups)), edited)]
+        found: list[Conflict] = []
+        if edited:
+            versions = [g for subject in subjects if len(subject) > 1 for g in subject]
+            step.outputs["edited_copies"] = [[groups[i].passages[0].id, groups[j].passages[0].id]
+                                             for i, j in edited]
+            found.append(_passage_conflict("passage_vs_passage", versions, (
+                "passages that are one text with its answer changed: one version was edited")))
+        # one group per subject, its largest (on a tie the earliest), judged as before
+        heads = [max(subject, key=lambda g: len(g.passages)) for subject in subjects]
+        if len(heads) >= 2:
+            first, second = sorted(heads, key=lambda g: -len(g.passages))[:2]
+            if self._same_subject(evidence, first, second, step):
+                found = [_passage_conflict("passage_vs_passage", groups, (
+                    "the passages give different answers about the same subject"))]
+            else:
+                found.insert(0, _passage_conflict("ambiguous", heads, (
+                    "the passages speak of different subjects that share a name")))
+        kinds = {c.kind for c in found}
+        step.conflicts.extend(found)
+        for kind in ("ambiguous", "passage_vs_passage"):
+            self._check(step, kind, "conflict" if kind in kinds else "no_conflict")
+
+    def _same_subject(self, evidence: SharedEvidence, first: AnswerGroup, second: AnswerGroup,
+                      step: Step) -> bool:
+        """The model's Yes/No, scored in both orders on the shared head: do the two groups'
+        first passages speak of the same subject?"""
         a, b = evidence.number(first.passages[0]), evidence.number(second.passages[0])
         requests = [evidence.yes_no(PAIR_SUBJECT.format(
             a=x, b=y, start_a=evidence.start(x), start_b=evidence.start(y)), "same_subject")
@@ -403,20 +457,7 @@ class ConflictDetector:
         odds = sum(pair) / len(pair)
         step.outputs["same_subject"] = {"pair": [first.passages[0].id, second.passages[0].id],
                                         "log_odds": round(odds, 3)}
-        answering = sum(len(g.passages) for g in groups)
-        largest = max(len(g.passages) for g in groups)
-        confidence = (answering - largest) / answering
-        sides = [g.side() for g in groups]
-        if odds < self.same_subject_threshold:
-            kind, other = "ambiguous", "passage_vs_passage"
-            note = "the passages speak of different subjects that share a name"
-        else:
-            kind, other = "passage_vs_passage", "ambiguous"
-            note = "the passages give different answers about the same subject"
-        step.conflicts.append(Conflict(kind, self.name, sides, "reported",  # type: ignore[arg-type]
-                                       confidence, note))
-        self._check(step, kind, "conflict")
-        self._check(step, other, "no_conflict")
+        return odds >= self.same_subject_threshold
 
     def _memory_conflict(self, question: Question, memory: Reading, confidence: float | None,
                          memory_raw: str, context: AnswerGroup | None,

@@ -227,6 +227,43 @@ def test_different_subjects_are_ambiguous(same, kind):
     assert (statuses(step)[kind], statuses(step)[other]) == ("conflict", "no_conflict")
 
 
+EDITED = [Passage("e1", "Mutemath recorded the album Armistice in Los Angeles during the spring "
+                  "of 2008 with producer Dennis Herring.", "", "wiki"),
+          Passage("e2", "The Beatles recorded the album Armistice in Los Angeles during the "
+                  "spring of 2008 with producer Dennis Herring.", "", "blog")]
+NOVEL = Passage("n1", "Armistice is also a 1995 novel written by Ann Smith.", "", "shop")
+
+
+def test_an_edited_copy_speaks_of_its_originals_subject_without_asking_the_model():
+    llm = Scripted(readings={"e2": "The Beatles"}, same=-5.0)  # the model would say "different"
+    conflicts, step = detect(llm, passages=EDITED)
+    (conflict,) = conflicts
+    assert conflict.kind == "passage_vs_passage" and "edited" in conflict.note
+    assert [(s.answer, s.passages) for s in conflict.sides] == [
+        ("Mutemath", ["e1"]), ("The Beatles", ["e2"])]
+    assert (statuses(step)["passage_vs_passage"], statuses(step)["ambiguous"]) == (
+        "conflict", "no_conflict")
+    assert step.outputs["edited_copies"] == [["e1", "e2"]]
+    assert llm.scored == [] and "same_subject" not in step.outputs
+
+
+@pytest.mark.parametrize("same, kinds", [(-1.0, ["ambiguous", "passage_vs_passage"]),
+                                         (2.0, ["passage_vs_passage"])])
+def test_edited_versions_are_one_subject_when_judging_ambiguity(same, kinds):
+    llm = Scripted(readings={"e2": "The Beatles", "n1": "Ann Smith"}, same=same)
+    conflicts, step = detect(llm, passages=[*EDITED, NOVEL])
+    assert [c.kind for c in conflicts] == kinds
+    # the subject of the two versions is stood for by its earliest group, judged against the
+    # novel's passage
+    assert step.outputs["same_subject"]["pair"] == ["e1", "n1"]
+    sides = [[s.answer for s in c.sides] for c in conflicts]
+    if same < 0.5:
+        assert sides == [["Mutemath", "Ann Smith"], ["Mutemath", "The Beatles"]]
+    else:
+        assert sides == [["Mutemath", "The Beatles", "Ann Smith"]]
+    assert all(statuses(step)[k] == "conflict" for k in kinds)
+
+
 def test_a_reading_its_passage_does_not_hold_is_memory_not_an_answer():
     llm = Scripted(readings={"p1": "Mutemath", "p2": "Queen"})
     conflicts, step = detect(llm)
