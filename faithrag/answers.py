@@ -353,8 +353,9 @@ def compare_answers(a: str, b: str) -> Agreement:
     - One states a quantity and the other only a vague amount ("a few", "several hundred"),
       or both only vague amounts: CANNOT_TELL.
     - Otherwise, entity answers: AGREE when smart EM or whole-token containment matches them in
-      either direction ("Armstrong" = "Neil Armstrong"); DISAGREE when their token F1 is at most
-      ENTITY_DIFFERENCE_F1; CANNOT_TELL in between.
+      either direction ("Armstrong" = "Neil Armstrong"), or when one writes some words of the
+      other as initials ("Henry J. Kaiser" = "Henry John Kaiser"); DISAGREE when their token
+      F1 is at most ENTITY_DIFFERENCE_F1; CANNOT_TELL in between.
     """
     if not normalize_answer(a) or not normalize_answer(b):
         return Agreement.CANNOT_TELL
@@ -410,6 +411,25 @@ def _content(text: str) -> str:
     return " ".join(w for w in normalize_answer(text).split() if w not in _QUANTITY_FILLER)
 
 
+def _same_name_with_initials(a: str, b: str) -> bool:
+    """One name written with initials for some words: as many words, word by word equal or a
+    one-letter word that begins the other ("Henry J. Kaiser" = "Henry John Kaiser",
+    "J. R. R. Tolkien" = "John Ronald Reuel Tolkien"), with some word spelled out on both and
+    some word abbreviated. A dropped initial is not joined ("George Bush", "George W. Bush")."""
+    first, second = normalize_answer(a).split(), normalize_answer(b).split()
+    if len(first) != len(second) or len(first) < 2:
+        return False
+    pairs = list(zip(first, second))
+    abbreviated = [x != y for x, y in pairs]
+    return (any(abbreviated) and any(x == y and len(x) > 1 for x, y in pairs)
+            and all(not differs or _initial_of(x, y) or _initial_of(y, x)
+                    for (x, y), differs in zip(pairs, abbreviated)))
+
+
+def _initial_of(initial: str, word: str) -> bool:
+    return len(initial) == 1 < len(word) and word.startswith(initial)
+
+
 def _compare_remainders(a: str, b: str) -> Agreement:
     a, b = _content(a), _content(b)
     if not a or not b or _compare_entities(a, b) is Agreement.AGREE:
@@ -418,7 +438,8 @@ def _compare_remainders(a: str, b: str) -> Agreement:
 
 
 def _compare_entities(a: str, b: str) -> Agreement:
-    if smart_em(a, [b]) or smart_em(b, [a]) or containment(a, [b]) or containment(b, [a]):
+    if (smart_em(a, [b]) or smart_em(b, [a]) or containment(a, [b]) or containment(b, [a])
+            or _same_name_with_initials(a, b)):
         return Agreement.AGREE
     if f1_score(a, [b]) <= ENTITY_DIFFERENCE_F1:
         return Agreement.DISAGREE

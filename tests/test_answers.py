@@ -213,6 +213,9 @@ A, D, C = M.Agreement.AGREE, M.Agreement.DISAGREE, M.Agreement.CANNOT_TELL
     ("yes", "No, it was not.", D), ("True", "yes", A), ("", "Paris", C),
     ("The tower is 330 m tall and was built in 1889", "330 metres", A),
     ("built in 1889, 300 m tall", "330 m", D),
+    ("Henry J. Kaiser", "Henry John Kaiser", A), ("J. R. R. Tolkien", "John Ronald Reuel Tolkien", A),
+    ("George Bush", "George W. Bush", C), ("George H. W. Bush", "George W. Bush", C),
+    ("Henry J. Kaiser", "Henry M. Kaiser", C), ("J. Smith", "K. Smith", D), ("J K", "John Kim", D),
 ])
 def test_compare_answers(a, b, expected) -> None:
     assert M.compare_answers(a, b) is expected
