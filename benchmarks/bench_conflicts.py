@@ -24,9 +24,11 @@ passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
             have several valid answers, which stay in the negative variant).
 ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
             (negative), each class up to `--limit` (run alternately), each with all its own
-            documents. Flag: `ambiguous`; `passage_vs_passage` is recorded and summarised
-            too. An item that `surface` already ran is read from that run (the same plain
-            RAG and detect step on the same passages), so run `surface` first.
+            documents. Flag: `ambiguous`; and `passage_vs_passage` with its own label
+            (positive: the item holds a misinformation document, which contradicts the
+            correct ones about the same subject; negative: it holds none). An item that
+            `surface` already ran is read from that run (the same plain RAG and detect step
+            on the same passages), so run `surface` first.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
             `kre_musique`, `kre_squad`, `ramdocs` or `numeric`; faithrag/eval/hostile_settings.py,
             its default k). Clean: BM25 over the setting's clean corpus; hostile: the same with
@@ -102,6 +104,11 @@ from faithrag.retrieval import InMemoryRetriever
 from faithrag.types import CONFLICT_KINDS, Passage, Question
 
 COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "lookalike", "surface")
+# RAMDocs' misinformation documents contradict its correct ones about the same subject: the
+# label of this flag's row is whether the item holds one, not whether it has several answers
+MISINFORMATION_FLAG = "passage_vs_passage (positive: a misinformation document)"
+FLAG_LABELS: dict[str, Callable[[dict[str, Any]], int]] = {
+    MISINFORMATION_FLAG: lambda r: int(r.get("misinfo", 0) > 0)}
 # the flags each measurement summarises: name -> the kinds whose "conflict" raises it
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     # the golden variant is clean evidence that agrees: every kind's false alarms count there
@@ -110,7 +117,7 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     # out: "ambiguous" is right there, so the second row counts only a conflict of one subject
     "passages": {"passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous"),
                  "passage_vs_passage": ("passage_vs_passage",)},
-    "ambiguity": {"ambiguous": ("ambiguous",), "passage_vs_passage": ("passage_vs_passage",),
+    "ambiguity": {"ambiguous": ("ambiguous",), MISINFORMATION_FLAG: ("passage_vs_passage",),
                   "any check": tuple(CONFLICT_KINDS)},
     "poisoning": {"any check": tuple(CONFLICT_KINDS),
                   "any but low_relevance": tuple(k for k in CONFLICT_KINDS
@@ -479,14 +486,15 @@ def confusion_row(command: str, dataset: str, subset: str, flag: str, kinds: tup
                   records: list[dict[str, Any]]) -> dict[str, Any]:
     counts = {(label, status): 0 for label in (0, 1)
               for status in ("conflict", "no_conflict", "could_not_tell", None)}
+    label = FLAG_LABELS.get(flag, lambda r: r["label"])
     for r in records:
-        counts[r["label"], flag_status(r["checks"], kinds)] += 1
+        counts[label(r), flag_status(r["checks"], kinds)] += 1
     tp, fn = counts[1, "conflict"], counts[1, "no_conflict"]
     fp, tn = counts[0, "conflict"], counts[0, "no_conflict"]
     return {
         "command": command, "dataset": dataset, "subset": subset, "flag": flag,
-        "n_positive": sum(r["label"] == 1 for r in records),
-        "n_negative": sum(r["label"] == 0 for r in records),
+        "n_positive": sum(label(r) == 1 for r in records),
+        "n_negative": sum(label(r) == 0 for r in records),
         "tp": tp, "fp": fp, "fn": fn, "tn": tn,
         "could_not_tell_positive": counts[1, "could_not_tell"],
         "could_not_tell_negative": counts[0, "could_not_tell"],

@@ -120,6 +120,23 @@ def test_passages_summary_adds_each_source_of_kre_conflict_rank():
         (bench.ALL_SETS, "all")]
 
 
+def test_ramdocs_passage_conflicts_are_scored_against_misinformation_not_several_answers():
+    # (several gold answers, misinformation documents, passage_vs_passage reported)
+    cases = [(1, 0, "no_conflict"), (1, 2, "conflict"), (0, 1, "conflict"), (0, 0, "conflict"),
+             (0, 1, "no_conflict")]
+    records = [dict(detection_record(i, label, "no_conflict"), command="ambiguity",
+                    dataset="ramdocs", misinfo=misinfo,
+                    checks={"ambiguous": "no_conflict", "passage_vs_passage": status})
+               for i, (label, misinfo, status) in enumerate(cases)]
+    (row,) = [r for r in bench.detection_rows(records) if r["flag"] == bench.MISINFORMATION_FLAG
+              and r["subset"] == "all"]
+    assert (row["n_positive"], row["n_negative"]) == (3, 2)
+    assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (2, 1, 1, 1)
+    (ambiguous,) = [r for r in bench.detection_rows(records) if r["flag"] == "ambiguous"
+                    and r["subset"] == "all"]
+    assert (ambiguous["n_positive"], ambiguous["n_negative"]) == (2, 3)
+
+
 def test_ambiguity_takes_limit_items_per_class_the_classes_alternating(tmp_path,
                                                                        write_data_dir):
     items = [ramdocs(0, ["A", "B"], []), ramdocs(1, ["C"], []), ramdocs(2, ["D", "E"], []),
