@@ -412,18 +412,18 @@ def _content(text: str) -> str:
 
 
 def _same_name_with_initials(a: str, b: str) -> bool:
-    """One name written with initials for some words: as many words, word by word equal or a
-    one-letter word that begins the other ("Henry J. Kaiser" = "Henry John Kaiser",
-    "J. R. R. Tolkien" = "John Ronald Reuel Tolkien"), with some word spelled out on both and
-    some word abbreviated. A dropped initial is not joined ("George Bush", "George W. Bush")."""
+    """One name written with initials for some words: as many words, the last one the same on
+    both and spelled out, every other word equal or a one-letter word that begins the other
+    ("Henry J. Kaiser" = "Henry John Kaiser", "J. R. R. Tolkien" = "John Ronald Reuel
+    Tolkien"). A last word never abbreviates ("World War I" is not "World War II", "Louis X"
+    not "Louis XIV"), and a dropped initial is not joined ("George Bush", "George W. Bush")."""
     first, second = normalize_answer(a).split(), normalize_answer(b).split()
-    if len(first) != len(second) or len(first) < 2:
+    if len(first) != len(second) or len(first) < 2 or first == second:
         return False
-    pairs = list(zip(first, second))
-    abbreviated = [x != y for x, y in pairs]
-    return (any(abbreviated) and any(x == y and len(x) > 1 for x, y in pairs)
-            and all(not differs or _initial_of(x, y) or _initial_of(y, x)
-                    for (x, y), differs in zip(pairs, abbreviated)))
+    if first[-1] != second[-1] or len(first[-1]) < 2:
+        return False
+    return all(x == y or _initial_of(x, y) or _initial_of(y, x)
+               for x, y in zip(first[:-1], second[:-1]))
 
 
 def _initial_of(initial: str, word: str) -> bool:

@@ -216,6 +216,7 @@ A, D, C = M.Agreement.AGREE, M.Agreement.DISAGREE, M.Agreement.CANNOT_TELL
     ("Henry J. Kaiser", "Henry John Kaiser", A), ("J. R. R. Tolkien", "John Ronald Reuel Tolkien", A),
     ("George Bush", "George W. Bush", C), ("George H. W. Bush", "George W. Bush", C),
     ("Henry J. Kaiser", "Henry M. Kaiser", C), ("J. Smith", "K. Smith", D), ("J K", "John Kim", D),
+    ("World War I", "World War II", C), ("Louis X", "Louis XIV", D), ("Vitamin D", "Vitamin Dee", D),
 ])
 def test_compare_answers(a, b, expected) -> None:
     assert M.compare_answers(a, b) is expected
