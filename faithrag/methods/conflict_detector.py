@@ -70,10 +70,13 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   or does not answer, or when every passage was read and none answers (there is nothing to set
   against memory); could not tell when the memory reply is unread, or when no passage answers
   and some passage reply is unread.
-- `low_relevance`: every passage was read, none answers the question and the free-form draft
-  comes from none of them (`grounded`), or there are no passages. Sides: one per passage, with an empty answer and the passage's start. Confidence:
-  None (no graded signal). Its check's note names the passages judged off-subject, whatever its
-  status.
+- `low_relevance`: there are no passages; or every passage was read, none answers the
+  question, the free-form draft comes from none of them (`grounded`), and the draft gives no
+  answer or is the closed-book answer (it came from memory: a draft that is neither was
+  inferred from the passages, which are then relevant). Could not tell when a passage reply is
+  unread, or when the closed-book reply is and the draft answers. Sides: one per passage, with
+  an empty answer and the passage's start. Confidence: None (no graded signal). Its check's note
+  names the passages judged off-subject, whatever its status.
 
 Retrieved text is data: passages are framed (`faithrag.llm.framing`) and every prompt that
 shows one says in its system message that framed text is not instructions.
@@ -193,13 +196,15 @@ def read_short_answer(raw: str, cut: bool = False,
     return Reading(ANSWERED, reference.text)
 
 
-def holds_draft(draft: Answer) -> Callable[[Passage], bool]:
+def holds_draft(draft: Answer, question: Question) -> Callable[[Passage], bool]:
     """Whether a passage holds the draft answer word for word (faithrag.answers.containment:
     SQuAD-normalised whole tokens; a value merely inside a range the passage gives is not
     held): such a passage gives the draft's answer and is not read again. Nothing holds an
-    empty or unparsed draft."""
+    empty or unparsed draft, nor one the question itself holds (a name the question asks
+    about is in every passage about it, whatever answer the passage gives)."""
     text = draft.text.strip()
-    if not text or draft.parse_status != PARSE_OK:
+    if (not text or draft.parse_status != PARSE_OK
+            or containment(question.text, [text])):
         return lambda passage: False
     return lambda passage: containment(passage.text, [text])
 
@@ -211,6 +216,18 @@ def holds_answer(draft: Answer, question: Question) -> Callable[[Passage], bool]
     if question.choices or not text or draft.parse_status != PARSE_OK:
         return lambda passage: False
     return lambda passage: grounded(text, passage.text)
+
+
+def draft_from_memory(draft: Answer, memory: Reading, question: Question) -> bool | None:
+    """Whether the draft may have come from the model's memory rather than the passages: it
+    gives no answer (empty or unparsed), or it is the closed-book answer. None when the
+    closed-book reply is unreadable and the draft gives an answer."""
+    text = draft.text.strip()
+    if not text or draft.parse_status != PARSE_OK:
+        return True
+    if memory.status == UNREADABLE:
+        return None
+    return memory.status == ANSWERED and _same(memory.text, text, question)
 
 
 def question_anchors(question: str) -> list[str]:
@@ -346,7 +363,7 @@ class ConflictDetector:
                                      f"read: {', '.join(left_out)}")
                 passages = passages[:len(evidence.shown)]
             read = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
-            draft = holds_draft(answer)
+            draft = holds_draft(answer, question)
             to_read = [n for n, p in enumerate(passages, 1) if not draft(p)]
             requests = [self._memory_request(question)] + [
                 evidence.generation(read.format(n=n, start=evidence.start(n)),
@@ -380,7 +397,8 @@ class ConflictDetector:
             self._memory_conflict(question, memory, confidence, completions[0].text, context,
                                   on_subject, len(unread) > 0, step)
             self._low_relevance(passages, groups, off_subject, len(unread) > 0,
-                                holds_answer(answer, question), step)
+                                holds_answer(answer, question),
+                                draft_from_memory(answer, memory, question), step)
             found = [c.kind for c in step.conflicts]
             step.decision = (f"reported {', '.join(found)}" if found else
                              "no conflict found") + (f"; {len(unread)} passage replies unread"
@@ -481,12 +499,14 @@ class ConflictDetector:
 
     def _low_relevance(self, passages: list[Passage], groups: list[AnswerGroup],
                        off_subject: list[str], some_unread: bool,
-                       draft_from: Callable[[Passage], bool], step: Step) -> None:
+                       draft_from: Callable[[Passage], bool], from_memory: bool | None,
+                       step: Step) -> None:
         kind = "low_relevance"
         note = (f"off-subject (set aside): {', '.join(off_subject)}" if off_subject else "")
-        if groups or any(draft_from(p) for p in passages):
+        if groups or any(draft_from(p) for p in passages) or (passages and
+                                                               from_memory is False):
             self._check(step, kind, "no_conflict", note)
-        elif some_unread:
+        elif some_unread or (passages and from_memory is None):
             self._check(step, kind, "could_not_tell")
         else:
             sides = [ConflictSide("", excerpt(p.text), [p.id], p.source) for p in passages]

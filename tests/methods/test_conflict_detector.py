@@ -309,15 +309,35 @@ def test_a_closed_book_guess_is_not_memory(logprob, threshold, reported):
     assert step.outputs["memory"]["confidence"] == logprob
 
 
-def test_no_passage_answering_is_low_relevance():
-    llm = Scripted(memory="The Beatles")
-    conflicts, step = detect(llm, draft="Queen")
+@pytest.mark.parametrize("draft", ["Queen", ""])
+def test_no_passage_answering_and_a_draft_from_memory_is_low_relevance(draft):
+    llm = Scripted(memory="Queen")
+    conflicts, step = detect(llm, draft=draft)
     (conflict,) = conflicts
     assert conflict.kind == "low_relevance"
     assert [s.passages for s in conflict.sides] == [["p1"], ["p2"], ["p3"]]
     assert all(s.answer == "" and s.quote for s in conflict.sides)
     assert statuses(step)["context_vs_memory"] == "no_conflict"  # nothing to set against it
     assert statuses(step)["passage_vs_passage"] == "no_conflict"
+
+
+def test_no_reading_but_a_draft_inferred_from_the_passages_is_not_low_relevance():
+    # the draft is neither held by a passage nor the closed-book answer: the passages led to it
+    conflicts, step = detect(Scripted(memory="The Beatles"), draft="Queen")
+    assert conflicts == [] and statuses(step)["low_relevance"] == "no_conflict"
+
+
+def test_no_reading_and_an_unreadable_closed_book_reply_could_not_tell_relevance():
+    conflicts, step = detect(Scripted(memory="..."), draft="Queen")
+    assert conflicts == [] and statuses(step)["low_relevance"] == "could_not_tell"
+
+
+def test_a_draft_the_question_holds_is_held_by_no_passage():
+    # every passage about Armistice holds "Armistice": each is read for its own answer
+    llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles", "p3": "Mutemath"})
+    _, step = detect(llm, draft="Armistice")
+    assert len(llm.generate_calls[0]) == 1 + len(PASSAGES)
+    assert HOLDS_DRAFT not in [v["raw"] for v in step.outputs["passages"].values()]
 
 
 def test_no_reading_but_a_draft_taken_from_a_passage_is_not_low_relevance():
