@@ -362,13 +362,16 @@ def _passed(record: dict) -> list[bool]:
 
 
 def answers_table(dirs: list[str]) -> str:
-    """Plain RAG against the filter, pair by pair of run directories (module docstring)."""
-    lines = [("| setting | attack | k | n | accuracy % plain → filter (plain only / filter "
-              "only, p) | attack success % plain → filter (plain only / filter only, p) | "
-              "× time |"),
-             "|---|---|---:|---:|---|---|---:|"]
+    """Plain RAG against the filter (or the filter and the verifier), pair by pair of run
+    directories (module docstring)."""
+    lines = [("| setting | attack | stages against plain RAG | k | n | accuracy % plain → stages "
+              "(plain only / stages only, p) | attack success % plain → stages (plain only / "
+              "stages only, p) | × time |"),
+             "|---|---|---|---:|---:|---|---|---:|"]
     for plain_dir, filtered_dir in zip(dirs[::2], dirs[1::2]):
         manifest = json.loads((Path(plain_dir) / "manifest.json").read_text())
+        staged = json.loads((Path(filtered_dir) / "manifest.json").read_text())
+        stages = " + ".join(s for s in (staged.get("rerank"), staged.get("verify")) if s) or "none"
         plain, filtered = (_records(d) for d in (plain_dir, filtered_dir))
         ids = [i for i in plain if i in filtered]
         cells = []
@@ -384,7 +387,8 @@ def answers_table(dirs: list[str]) -> str:
                  / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
         sweep = manifest["sweep"]
         lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | {sweep.get('attack') or '–'} | "
-                     f"{sweep['k']} | {len(ids)} | {cells[0]} | {cells[1]} | {ratio:.2f} |")
+                     f"{stages} | {sweep['k']} / {staged['sweep']['k']} | {len(ids)} | {cells[0]} | "
+                     f"{cells[1]} | {ratio:.2f} |")
     return "\n".join(lines)
 
 
@@ -423,7 +427,8 @@ def poison_filter(args: argparse.Namespace) -> None:
 
     `--answers PLAIN FILTERED [PLAIN FILTERED ...]` instead compares `faithrag hostile run`
     directories pair by pair on the items both answered (plain RAG, then the same run with
-    `--rerank poison_filter`): accuracy and attack success with Wilson intervals, discordant
+    `--rerank poison_filter` and, if given, `--verify antisyco`; each row names the second run's
+    stages and both runs' k): accuracy and attack success with Wilson intervals, discordant
     counts and McNemar's exact p, and the ratio of their summed seconds."""
     if args.answers:
         if len(args.answers) % 2:

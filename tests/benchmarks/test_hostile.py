@@ -126,18 +126,25 @@ def test_run_verifies_every_setting_and_retrieval_then_prints_the_report(
 def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run, capsys):
     sweep = {"setting": "kre_squad", "retrieval": "hostile", "attack": "standard", "k": 2}
 
-    def answers(name, correct, attacked, seconds):
-        return write_run(tmp_path / name, {"sweep": sweep}, [
+    def answers(name, correct, attacked, seconds, **stages):
+        return write_run(tmp_path / name, {"sweep": sweep, **stages}, [
             {"id": f"q{i}", "correct": ok, "metrics": {"attack_success": hit},
              "seconds": seconds} for i, (ok, hit) in enumerate(zip(correct, attacked))])
 
     plain = answers("plain", [True, False, False, True], [0, 1, 1, 0], 2.0)
-    filtered = answers("filter", [True, True, True, False], [0, 0, 0, 0], 1.0)
-    hostile.main(["poison-filter", "--answers", str(plain), str(filtered)])
-    row = capsys.readouterr().out.splitlines()[2]
-    assert row.startswith("| kre_squad (hostile) | standard | 2 | 4 | 50 [15, 85] → 75 [30, 95] "
-                          "(1 / 2, 1) | 50 [15, 85] → 0 [0, 49] (2 / 0, 0.5) |")
-    assert row.endswith("| 0.50 |")
+    filtered = answers("filter", [True, True, True, False], [0, 0, 0, 0], 1.0,
+                       rerank="poison_filter")
+    verified = answers("verified", [True, True, True, True], [0, 0, 0, 0], 3.0,
+                       rerank="poison_filter", verify="antisyco")
+    hostile.main(["poison-filter", "--answers", str(plain), str(filtered), str(plain),
+                  str(verified)])
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert rows[0].startswith("| kre_squad (hostile) | standard | poison_filter | 2 / 2 | 4 | "
+                              "50 [15, 85] → 75 [30, 95] (1 / 2, 1) | "
+                              "50 [15, 85] → 0 [0, 49] (2 / 0, 0.5) |")
+    assert rows[0].endswith("| 0.50 |")
+    assert rows[1].startswith("| kre_squad (hostile) | standard | poison_filter + antisyco | ")
+    assert rows[1].endswith("| 1.50 |")
     with pytest.raises(SystemExit):
         hostile.main(["poison-filter", "--answers", str(plain)])
 
