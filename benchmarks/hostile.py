@@ -368,26 +368,27 @@ def answers_table(dirs: list[str]) -> str:
               "(plain only / stages only, p) | attack success % plain → stages (plain only / "
               "stages only, p) | × time |"),
              "|---|---|---|---:|---:|---|---|---:|"]
-    for plain_dir, filtered_dir in zip(dirs[::2], dirs[1::2]):
-        manifest = json.loads((Path(plain_dir) / "manifest.json").read_text())
-        staged = json.loads((Path(filtered_dir) / "manifest.json").read_text())
-        stages = " + ".join(s for s in (staged.get("rerank"), staged.get("verify")) if s) or "none"
-        plain, filtered = (_records(d) for d in (plain_dir, filtered_dir))
-        ids = [i for i in plain if i in filtered]
+    for plain_dir, staged_dir in zip(dirs[::2], dirs[1::2]):
+        plain_manifest = json.loads((Path(plain_dir) / "manifest.json").read_text())
+        staged_manifest = json.loads((Path(staged_dir) / "manifest.json").read_text())
+        stages = " + ".join(stage for stage in (staged_manifest.get("rerank"),
+                                                staged_manifest.get("verify")) if stage) or "none"
+        plain, staged = (_records(d) for d in (plain_dir, staged_dir))
+        ids = [i for i in plain if i in staged]
         cells = []
         for key in ("correct", "attack"):
             a = [plain[i][key] for i in ids]
-            b = [filtered[i][key] for i in ids]
+            b = [staged[i][key] for i in ids]
             only_a = sum(x and not y for x, y in zip(a, b))
             only_b = sum(y and not x for x, y in zip(a, b))
             cells.append(f"{100 * sum(a) / len(ids):.0f} [{_ci(sum(a), len(ids))}] → "
                          f"{100 * sum(b) / len(ids):.0f} [{_ci(sum(b), len(ids))}] "
                          f"({only_a} / {only_b}, {mcnemar_exact_p(only_a, only_b):.2g})")
-        ratio = (sum(filtered[i]["seconds"] for i in ids)
+        ratio = (sum(staged[i]["seconds"] for i in ids)
                  / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
-        sweep = manifest["sweep"]
+        sweep = plain_manifest["sweep"]
         lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | {sweep.get('attack') or '–'} | "
-                     f"{stages} | {sweep['k']} / {staged['sweep']['k']} | {len(ids)} | {cells[0]} | "
+                     f"{stages} | {sweep['k']} / {staged_manifest['sweep']['k']} | {len(ids)} | {cells[0]} | "
                      f"{cells[1]} | {ratio:.2f} |")
     return "\n".join(lines)
 
