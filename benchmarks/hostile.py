@@ -388,8 +388,8 @@ def answers_table(dirs: list[str]) -> str:
                  / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
         sweep = plain_manifest["sweep"]
         lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | {sweep.get('attack') or '–'} | "
-                     f"{stages} | {sweep['k']} / {staged_manifest['sweep']['k']} | {len(ids)} | {cells[0]} | "
-                     f"{cells[1]} | {ratio:.2f} |")
+                     f"{stages} | {sweep['k']} / {staged_manifest['sweep']['k']} | {len(ids)} | "
+                     f"{cells[0]} | {cells[1]} | {ratio:.2f} |")
     return "\n".join(lines)
 
 
