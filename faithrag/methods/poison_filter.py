@@ -5,7 +5,9 @@ The passages and the question are embedded with the retrieval's embedder; then t
 injection are looked for (faithrag.methods.poison_signals):
 - a **crafted cluster**: several passages written alike for the question. Its members are
   removed, but only when some passage lies outside it: a retrieval whose passages all agree
-  has nothing to compare them with and is left alone.
+  has nothing to compare them with and is left alone. With `window_words`, passages are also
+  read in overlapping windows of that many words, so that a stretch written for the question
+  and set inside longer real text clusters with its copies (more embeddings per passage).
 - **altered copies**: passages that are one text with a stretch replaced. A version whose
   replaced words another passage of the retrieval (outside the copy group) also states is
   backed: the versions that are not are removed. When no version is backed, nothing says which
@@ -52,6 +54,9 @@ from faithrag.methods.poison_signals import (
     altered_copies,
     connected_groups,
     crafted_clusters,
+    merged_groups,
+    windowed_clusters,
+    windows,
     words,
 )
 from faithrag.registry import register
@@ -73,12 +78,18 @@ class PoisonFilter:
     def __init__(self, embedder: Embedder | None, *, similarity: float = 0.8,
                  query_similarity: float = 0.55, min_cluster: int = 3,
                  halo_similarity: float = 0.6,
-                 copies: CopySettings | None = DEFAULT_COPIES, top_k: int | None = None):
+                 copies: CopySettings | None = DEFAULT_COPIES, top_k: int | None = None,
+                 window_words: int | None = None, window_stride: int = 8,
+                 window_similarity: float = 0.75, window_halo: float | None = 0.6):
         """`embedder`: embeds the question and the passages for the cluster signal (None: no
         cluster is looked for); `copies`: how altered copies are told (None: they are not
-        looked for); `top_k`: how many of the passages left to pass on (None: all)."""
+        looked for); `top_k`: how many of the passages left to pass on (None: all);
+        `window_words`: also cluster overlapping windows of this many words, one every
+        `window_stride` words, linked at `window_similarity` (None: whole passages only)."""
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be >= 1 or None")
+        if window_words is not None and (window_words < 1 or window_stride < 1):
+            raise ValueError("window_words and window_stride must be >= 1")
         self.embedder = embedder
         self.similarity = similarity
         self.query_similarity = query_similarity
@@ -86,6 +97,10 @@ class PoisonFilter:
         self.halo_similarity = halo_similarity
         self.copies = copies
         self.top_k = top_k
+        self.window_words = window_words
+        self.window_stride = window_stride
+        self.window_similarity = window_similarity
+        self.window_halo = window_halo
 
     def rerank(self, question: Question, passages: list[Passage], trace: Trace) -> RerankResult:
         with trace.step("rerank", self.name, question=question.text,
@@ -148,8 +163,15 @@ class PoisonFilter:
                   step: Step) -> tuple[list[list[int]], bool]:
         if self.embedder is None or len(passages) <= self.min_cluster:
             return [], True  # a cluster removed leaves a passage outside: none can be here
+        texts = [p.text for p in passages]
+        pieces, owners = [], []
+        if self.window_words is not None:
+            for index, text in enumerate(texts):
+                for window in windows(text, self.window_words, self.window_stride):
+                    pieces.append(window)
+                    owners.append(index)
         try:
-            vectors = np.asarray(self.embedder.embed([question.text] + [p.text for p in passages]),
+            vectors = np.asarray(self.embedder.embed([question.text] + texts + pieces),
                                  dtype=np.float32)
         # any embedder failure is reported, never a silent pass
         except Exception as error:  # noqa: BLE001
@@ -157,12 +179,18 @@ class PoisonFilter:
                                  "crafted clusters not looked for")
             return [], False
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        return crafted_clusters(vectors[0], vectors[1:], [p.text for p in passages],
-                                similarity=self.similarity,
-                                query_similarity=self.query_similarity,
-                                min_size=self.min_cluster,
-                                halo_similarity=self.halo_similarity,
-                                copies=self.copies or DEFAULT_COPIES), True
+        copies = self.copies or DEFAULT_COPIES
+        clusters = crafted_clusters(vectors[0], vectors[1:len(texts) + 1], texts,
+                                    similarity=self.similarity,
+                                    query_similarity=self.query_similarity,
+                                    min_size=self.min_cluster,
+                                    halo_similarity=self.halo_similarity, copies=copies)
+        if pieces:
+            clusters = merged_groups(clusters + windowed_clusters(
+                vectors[0], vectors[len(texts) + 1:], owners, texts,
+                similarity=self.window_similarity, query_similarity=self.query_similarity,
+                min_size=self.min_cluster, halo_similarity=self.window_halo, copies=copies))
+        return clusters, True
 
     def _copy_groups(self, passages: Sequence[Passage]
                      ) -> list[tuple[list[int], dict[int, list[str]]]]:
@@ -219,6 +247,17 @@ class PoisonFilterConfig(Section):
     rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
     """copies differing in many places are one text rewritten when their aligned words cover
     this share of the longer"""
+    window_words: int | None = Field(None, ge=1)
+    """also look for crafted clusters among overlapping windows of this many words (poison set
+    inside longer real text); None: whole passages only. Embeds about one window per
+    `window_stride` words of each passage"""
+    window_stride: int = Field(8, ge=1)
+    """words between the starts of two windows"""
+    window_similarity: float = Field(0.75, ge=-1.0, le=1.0)
+    """two windows of different passages are alike at this embedding cosine or above"""
+    window_halo: float | None = Field(0.6, ge=-1.0, le=1.0)
+    """a passage joins a cluster of windows when one of its windows is this close to the
+    cluster's windows on average (None: no halo)"""
     top_k: int | None = Field(None, ge=1)
     """pass on only the first top_k passages left (None: all); set retrieval.k above it so the
     filter sees more passages than an attacker can place"""
@@ -239,4 +278,6 @@ def build_poison_filter(llm: LLM, config: Config, retriever: Retriever | None) -
                         halo_similarity=s.halo_similarity,
                         copies=CopySettings(s.copy_coverage, s.max_edit_words, s.anchor_words,
                                             s.max_edits, s.rewrite_coverage)
-                        if s.altered_copies else None, top_k=s.top_k)
+                        if s.altered_copies else None, top_k=s.top_k,
+                        window_words=s.window_words, window_stride=s.window_stride,
+                        window_similarity=s.window_similarity, window_halo=s.window_halo)

@@ -9,6 +9,11 @@ source, no LLM): the two shapes knowledge-poisoning attacks leave.
   do not count: a copy is not a second voice), at a mean cosine of at least
   `query_similarity` to the question; a passage whose mean cosine to the cluster's members
   reaches `halo_similarity` joins it (a copy written a little apart from the others).
+- **Crafted stretches** (`windowed_clusters`): the same, read on overlapping windows of a few
+  words (`windows`) instead of whole passages, for poison set inside longer real text: windows
+  of different passages are linked at `similarity`, and a connected group of windows that spans
+  at least `min_size` passages, at a mean cosine of at least `query_similarity` to the question,
+  makes those passages a cluster.
 - **Altered copies** (`altered_copies`): one passage re-issued with its answer changed (an
   edited copy of a real document: KRE's misleading contexts, RAMDocs' misinformation, the
   `numeric` setting). Two passages are copies when aligned word by word (difflib) their
@@ -20,7 +25,7 @@ source, no LLM): the two shapes knowledge-poisoning attacks leave.
   passages whose titles are both given and differ are different documents, never copies
   (templated pages: one season's article against the next).
 
-Both return indices into the passage list and leave the decision to the caller
+All three return indices into the passage list and leave the decision to the caller
 (faithrag.methods.poison_filter).
 
 Example:
@@ -158,3 +163,70 @@ def crafted_clusters(question: np.ndarray, passages: np.ndarray, texts: Sequence
         members.sort()
         taken.update(members)
     return clusters
+
+
+def windows(text: str, size: int, stride: int) -> list[str]:
+    """Overlapping stretches of `size` whitespace-separated words, one every `stride` words and
+    the last ending with the text; a text of at most `size` words is one window (none if empty).
+
+    >>> windows("a b c d e f g", 4, 2)
+    ['a b c d', 'c d e f', 'd e f g']
+    """
+    if size < 1 or stride < 1:
+        raise ValueError("size and stride must be >= 1")
+    tokens = text.split()
+    if len(tokens) <= size:
+        return [" ".join(tokens)] if tokens else []
+    starts = list(range(0, len(tokens) - size + 1, stride))
+    if starts[-1] != len(tokens) - size:
+        starts.append(len(tokens) - size)
+    return [" ".join(tokens[start:start + size]) for start in starts]
+
+
+def windowed_clusters(question: np.ndarray, window_vectors: np.ndarray, owners: Sequence[int],
+                      texts: Sequence[str], *, similarity: float, query_similarity: float,
+                      min_size: int, halo_similarity: float | None = None,
+                      copies: CopySettings = CopySettings()) -> list[list[int]]:
+    """Groups of passages that share a stretch written for the question (module docstring).
+    `window_vectors` holds unit-normalised embeddings of the passages' windows, `owners[w]` the
+    index into `texts` of window w's passage; `question` is the question's unit-normalised embedding.
+    Windows of one passage, or of two passages that are copies of one text, are never linked.
+    With `halo_similarity`, a passage outside a group joins it when one of its windows reaches
+    that mean cosine to the group's windows."""
+    owners = np.asarray(owners, dtype=int)
+    if len(owners) != len(window_vectors):
+        raise ValueError("one owner per window")
+    if len(set(owners.tolist())) < min_size:
+        return []
+    pairwise = window_vectors @ window_vectors.T
+    to_question = window_vectors @ question
+    copy_pairs: dict[tuple[int, int], bool] = {}
+
+    def copied(a: int, b: int) -> bool:
+        key = (min(a, b), max(a, b))
+        if key not in copy_pairs:
+            copy_pairs[key] = are_copies(texts[key[0]], texts[key[1]], copies)
+        return copy_pairs[key]
+
+    first, second = np.nonzero(np.triu(pairwise >= similarity, 1))
+    links = [(int(a), int(b)) for a, b in zip(first, second)
+             if owners[a] != owners[b] and not copied(int(owners[a]), int(owners[b]))]
+    found = []
+    for group in connected_groups(range(len(window_vectors)), links):
+        members = sorted({int(owners[w]) for w in group})
+        if len(members) >= min_size and float(np.mean(to_question[group])) >= query_similarity:
+            if halo_similarity is not None:
+                near = pairwise[:, group].mean(axis=1) >= halo_similarity
+                members = sorted(set(members) | {int(owners[w]) for w in np.nonzero(near)[0]})
+            found.append(members)
+    return merged_groups(found)
+
+
+def merged_groups(groups: Sequence[Sequence[int]]) -> list[list[int]]:
+    """`groups` with every two that share a member joined, each sorted.
+
+    >>> merged_groups([[0, 1], [3, 4], [1, 2]])
+    [[0, 1, 2], [3, 4]]
+    """
+    return connected_groups({i for group in groups for i in group},
+                            [(group[0], other) for group in groups for other in group[1:]])

@@ -1,3 +1,5 @@
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,46 @@ def test_a_single_passage_is_left_alone_with_top_k_and_zero_is_rejected():
     assert len(PoisonFilter(None, top_k=1).rerank(Question("Q?"), [ORGANIC], Trace()).passages) == 1
     with pytest.raises(ValueError, match="top_k"):
         PoisonFilter(None, top_k=0)
+
+
+class StretchEmbedder:
+    """The stretch "the pirates won seven series" alone (a window of it) points with the
+    question; any other text points along its first word's own axis."""
+
+    AXES: ClassVar[dict[str, int]] = {"alpha": 1, "beta": 2, "gamma": 3, "delta": 4}
+
+    def embed(self, texts):
+        rows = []
+        for text in texts:
+            row = np.zeros(6)
+            if text == QUESTION or text == "the pirates won seven series":
+                row[0] = 1.0
+            else:
+                row[self.AXES.get(text.split()[0], 5)] = 1.0
+            rows.append(row)
+        return np.asarray(rows)
+
+
+def test_a_stretch_set_inside_longer_texts_is_found_only_when_read_in_windows():
+    hosts = [Passage(f"h{i}", f"{m} {m} {m} the pirates won seven series {m} {m} {m}")
+             for i, m in enumerate(("alpha", "beta", "gamma"))]
+    organic = Passage("o", "delta delta delta the Pirates are a baseball team")
+    passages = [*hosts, organic]
+    whole = PoisonFilter(StretchEmbedder(), copies=None)
+    assert whole.rerank(Question(QUESTION), passages, Trace()).removed == []
+    windowed = PoisonFilter(StretchEmbedder(), copies=None, window_words=5, window_stride=1)
+    trace = Trace()
+    result = windowed.rerank(Question(QUESTION), passages, trace)
+    assert [p.id for p in result.passages] == ["o"]
+    assert [r.passage.id for r in result.removed] == ["h0", "h1", "h2"]
+    assert [c.kind for c in trace.conflicts] == ["poisoning_suspected"]
+
+
+def test_window_settings_are_checked_and_reach_the_registered_filter():
+    with pytest.raises(ValueError):
+        PoisonFilter(None, window_words=0)
+    config = Config.load(None, {"poison_filter.window_words": 25,
+                                "poison_filter.crafted_clusters": False})
+    flt = registry.stage("reranker", "poison_filter").build(FakeLLM(), config)
+    assert (flt.window_words, flt.window_stride, flt.window_similarity, flt.window_halo) == (
+        25, 8, 0.75, 0.6)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -7,6 +8,9 @@ from faithrag.methods.poison_signals import (
     altered_copies,
     are_copies,
     crafted_clusters,
+    merged_groups,
+    windowed_clusters,
+    windows,
     words,
 )
 
@@ -94,3 +98,56 @@ def test_connected_groups_are_sorted_components_in_order_of_their_smallest_node(
     from faithrag.methods.poison_signals import connected_groups
 
     assert connected_groups(range(6), [(4, 1), (0, 5), (5, 3)]) == [[0, 3, 5], [1, 4], [2]]
+
+
+def test_windows_overlap_by_the_stride_and_the_last_ends_with_the_text():
+    assert windows("a b c d e f g", 4, 2) == ["a b c d", "c d e f", "d e f g"]
+    assert windows("a b c d e f", 4, 2) == ["a b c d", "c d e f"]
+    assert windows("  a  b ", 4, 2) == ["a b"]
+    assert windows("", 4, 2) == []
+    with pytest.raises(ValueError):
+        windows("a b", 0, 1)
+
+
+def test_a_stretch_shared_inside_different_texts_is_a_windowed_cluster():
+    question = _unit([[1, 0, 0]])[0]
+    # three passages of two windows each: their first windows are the crafted stretch
+    vectors = _unit([[1, 0.05, 0], [0, 1, 0.2],
+                     [1, 0, 0.05], [0, 0.2, 1],
+                     [1, 0.04, 0.04], [0, 1, 1],
+                     [0.1, 1, -1], [0, -1, 1]])  # an organic passage, elsewhere
+    owners = [0, 0, 1, 1, 2, 2, 3, 3]
+    texts = ["host one", "host two", "host three", "organic"]
+    kwargs = {"similarity": 0.9, "query_similarity": 0.5, "min_size": 3}
+    assert windowed_clusters(question, vectors, owners, texts, **kwargs) == [[0, 1, 2]]
+    # the mean question cosine counts the group's windows only, not the passages' others
+    assert windowed_clusters(_unit([[0, 0, 1]])[0], vectors, owners, texts, **kwargs) == []
+    # windows of one passage never link each other
+    assert windowed_clusters(question, vectors, [0, 0, 0, 0, 1, 1, 3, 3], texts, **kwargs) == []
+
+
+def test_a_windowed_clusters_halo_takes_a_passage_with_one_window_near_it():
+    question = _unit([[1, 0, 0]])[0]
+    vectors = _unit([[1, 0.05, 0], [1, 0, 0.05], [1, 0.04, 0.04],
+                     [1, 0.9, 0], [0, 1, 1]])  # the fourth sits a little apart
+    owners = [0, 1, 2, 3, 3]
+    texts = ["a", "b", "c", "d"]
+    kwargs = {"similarity": 0.9, "query_similarity": 0.5, "min_size": 3}
+    assert windowed_clusters(question, vectors, owners, texts, **kwargs) == [[0, 1, 2]]
+    assert windowed_clusters(question, vectors, owners, texts, halo_similarity=0.7,
+                             **kwargs) == [[0, 1, 2, 3]]
+
+
+def test_windows_of_copies_of_one_text_do_not_link():
+    question = _unit([[1, 0, 0]])[0]
+    vectors = _unit([[1, 0.01, 0], [1, 0, 0.01], [1, 0.01, 0.01]])
+    assert windowed_clusters(question, vectors, [0, 1, 2], [REAL, REAL, REAL], similarity=0.9,
+                             query_similarity=0.5, min_size=3) == []
+    with pytest.raises(ValueError):
+        windowed_clusters(question, vectors, [0, 1], ["a", "b"], similarity=0.9,
+                          query_similarity=0.5, min_size=2)
+
+
+def test_groups_sharing_a_member_are_merged():
+    assert merged_groups([[0, 1], [3, 4], [1, 2]]) == [[0, 1, 2], [3, 4]]
+    assert merged_groups([]) == []
