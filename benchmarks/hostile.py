@@ -363,7 +363,7 @@ def _passed(record: dict) -> list[bool]:
 
 def answers_table(dirs: list[str]) -> str:
     """Plain RAG against the filter (or the filter and the verifier), pair by pair of run
-    directories (module docstring)."""
+    directories (module docstring); a filter that read windows says so with its window size."""
     lines = [("| setting | attack | stages against plain RAG | k | n | accuracy % plain → stages "
               "(plain only / stages only, p) | attack success % plain → stages (plain only / "
               "stages only, p) | × time |"),
@@ -371,8 +371,13 @@ def answers_table(dirs: list[str]) -> str:
     for plain_dir, staged_dir in zip(dirs[::2], dirs[1::2]):
         plain_manifest = json.loads((Path(plain_dir) / "manifest.json").read_text())
         staged_manifest = json.loads((Path(staged_dir) / "manifest.json").read_text())
-        stages = " + ".join(stage for stage in (staged_manifest.get("rerank"),
-                                                staged_manifest.get("verify")) if stage) or "none"
+        windows = ((staged_manifest.get("config") or {}).get("poison_filter") or {}).get(
+            "window_words")
+        rerank = staged_manifest.get("rerank")
+        if rerank == "poison_filter" and windows:
+            rerank += f" (window_words={windows})"
+        stages = " + ".join(stage for stage in (rerank, staged_manifest.get("verify"))
+                            if stage) or "none"
         plain, staged = (_records(d) for d in (plain_dir, staged_dir))
         ids = [i for i in plain if i in staged]
         cells = []

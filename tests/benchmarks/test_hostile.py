@@ -136,8 +136,11 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
                        rerank="poison_filter")
     verified = answers("verified", [True, True, True, True], [0, 0, 0, 0], 3.0,
                        rerank="poison_filter", verify="antisyco")
+    windowed = answers("windowed", [True, True, True, False], [0, 0, 0, 0], 1.0,
+                       rerank="poison_filter",
+                       config={"poison_filter": {"window_words": 25}})
     hostile.main(["poison-filter", "--answers", str(plain), str(filtered), str(plain),
-                  str(verified)])
+                  str(verified), str(plain), str(windowed)])
     rows = capsys.readouterr().out.splitlines()[2:]
     assert rows[0].startswith("| kre_squad (hostile) | standard | poison_filter | 2 / 2 | 4 | "
                               "50 [15, 85] → 75 [30, 95] (1 / 2, 1) | "
@@ -145,6 +148,7 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
     assert rows[0].endswith("| 0.50 |")
     assert rows[1].startswith("| kre_squad (hostile) | standard | poison_filter + antisyco | ")
     assert rows[1].endswith("| 1.50 |")
+    assert rows[2].startswith("| kre_squad (hostile) | standard | poison_filter (window_words=25) | ")
     with pytest.raises(SystemExit):
         hostile.main(["poison-filter", "--answers", str(plain)])
 
