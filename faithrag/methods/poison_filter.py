@@ -85,7 +85,8 @@ class PoisonFilter:
         cluster is looked for); `copies`: how altered copies are told (None: they are not
         looked for); `top_k`: how many of the passages left to pass on (None: all);
         `window_words`: also cluster overlapping windows of this many words, one every
-        `window_stride` words, linked at `window_similarity` (None: whole passages only)."""
+        `window_stride` words, linked at `window_similarity`, with a halo at `window_halo`
+        (None: whole passages only)."""
         if top_k is not None and top_k < 1:
             raise ValueError("top_k must be >= 1 or None")
         if window_words is not None and (window_words < 1 or window_stride < 1):

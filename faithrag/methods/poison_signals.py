@@ -13,7 +13,8 @@ source, no LLM): the two shapes knowledge-poisoning attacks leave.
   words (`windows`) instead of whole passages, for poison set inside longer real text: windows
   of different passages are linked at `similarity`, and a connected group of windows that spans
   at least `min_size` passages, at a mean cosine of at least `query_similarity` to the question,
-  makes those passages a cluster.
+  makes those passages a cluster; a passage with one window whose mean cosine to the group's
+  windows reaches the halo threshold joins it.
 - **Altered copies** (`altered_copies`): one passage re-issued with its answer changed (an
   edited copy of a real document: KRE's misleading contexts, RAMDocs' misinformation, the
   `numeric` setting). Two passages are copies when aligned word by word (difflib) their
