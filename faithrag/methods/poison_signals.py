@@ -151,8 +151,7 @@ def crafted_clusters(question: np.ndarray, passages: np.ndarray, texts: Sequence
         return []
     pairwise = passages @ passages.T
     to_question = passages @ question
-    links = [(i, j) for i in range(n) for j in range(i + 1, n)
-             if pairwise[i, j] >= similarity and not are_copies(texts[i], texts[j], copies)]
+    links = _alike_links(pairwise, range(n), texts, similarity, copies)
     clusters = [members for members in connected_groups(range(n), links)
                 if len(members) >= min_size
                 and float(np.mean(to_question[members])) >= query_similarity]
@@ -164,6 +163,23 @@ def crafted_clusters(question: np.ndarray, passages: np.ndarray, texts: Sequence
         members.sort()
         taken.update(members)
     return clusters
+
+
+def _alike_links(pairwise: np.ndarray, owners: Sequence[int], texts: Sequence[str],
+                 similarity: float, copies: CopySettings) -> list[tuple[int, int]]:
+    """Pairs (a, b), a < b, of rows of `pairwise` (cosines) at `similarity` or above whose
+    passages `owners[a]` and `owners[b]` differ and are not copies of one text."""
+    copy_pairs: dict[tuple[int, int], bool] = {}
+
+    def copied(a: int, b: int) -> bool:
+        key = (min(a, b), max(a, b))
+        if key not in copy_pairs:
+            copy_pairs[key] = are_copies(texts[key[0]], texts[key[1]], copies)
+        return copy_pairs[key]
+
+    first, second = np.nonzero(np.triu(pairwise >= similarity, 1))
+    return [(int(a), int(b)) for a, b in zip(first, second)
+            if owners[a] != owners[b] and not copied(int(owners[a]), int(owners[b]))]
 
 
 def windows(text: str, size: int, stride: int) -> list[str]:
@@ -201,17 +217,7 @@ def windowed_clusters(question: np.ndarray, window_vectors: np.ndarray, owners: 
         return []
     pairwise = window_vectors @ window_vectors.T
     to_question = window_vectors @ question
-    copy_pairs: dict[tuple[int, int], bool] = {}
-
-    def copied(a: int, b: int) -> bool:
-        key = (min(a, b), max(a, b))
-        if key not in copy_pairs:
-            copy_pairs[key] = are_copies(texts[key[0]], texts[key[1]], copies)
-        return copy_pairs[key]
-
-    first, second = np.nonzero(np.triu(pairwise >= similarity, 1))
-    links = [(int(a), int(b)) for a, b in zip(first, second)
-             if owners[a] != owners[b] and not copied(int(owners[a]), int(owners[b]))]
+    links = _alike_links(pairwise, owners, texts, similarity, copies)
     found = []
     for group in connected_groups(range(len(window_vectors)), links):
         members = sorted({int(owners[w]) for w in group})
