@@ -611,6 +611,32 @@ def passage_signal(record: dict[str, Any], subject_coverage: float) -> tuple[int
     return left, (outputs.get("same_subject") or {}).get("log_odds")
 
 
+def dissent_signal(record: dict[str, Any], least_logprob: float) -> list[tuple[bool, bool]]:
+    """Per dissenting answer group of a `surface` record (on-subject at the default
+    subject_coverage; the context's left out: the largest group, on a tie the plain answer's,
+    else the earliest): whether it holds a correct or misinformation document (RAMDocs'
+    labels; else it was read from noise alone), and whether one of its passages was read with
+    its reply's least likely token at `least_logprob` or above (a passage not read, as it
+    holds the draft, counts as read above it)."""
+    outputs, types = record["detector"]["outputs"], record["doc_types"]
+    judged = (outputs.get("question_subject") or {}).get("coverage", {})
+    coverage = ConflictsConfig().subject_coverage
+    groups = [(answer, ids) for answer, ids in outputs["groups"]
+              if ids[0] not in judged or judged[ids[0]] >= coverage]
+    if not groups:
+        return []
+    size = max(len(ids) for _, ids in groups)
+    largest = [g for g in groups if len(g[1]) == size]
+    context = next((g for g in largest if same_answer(g[0], record["plain_answer"])), largest[0])
+
+    def sure(pid: str) -> bool:
+        least = outputs["passages"][pid].get("least_logprob")
+        return least is None or least >= least_logprob
+
+    return [(any(types.get(pid) in ("correct", "misinfo") for pid in g[1]), any(map(sure, g[1])))
+            for g in groups if g is not context]
+
+
 def threshold_table(records: list[dict[str, Any]]) -> str:
     """The flags recomputed from the recorded signals at each candidate threshold (the
     calibration split's records): memory_confidence on `memory` (positives: the conflicting
@@ -619,7 +645,10 @@ def threshold_table(records: list[dict[str, Any]]) -> str:
     (positives: `passages` and `ambiguity` positives; negatives: `lookalike`);
     same_subject_threshold on `ambiguous` (`ambiguity`: several answers against one, at the
     default subject_coverage). The same-subject log-odds is recorded only where a pair was
-    left, so its rows hold at the coverage the records were made with."""
+    left, so its rows hold at the coverage the records were made with. Last, a candidate gate
+    no setting has: the share of dissenting answers (`surface` records) that would stand if a
+    dissent needed a passage read with its least likely token at the value or above, for
+    dissents holding a RAMDocs document against those read from noise alone."""
     lines = ["| setting | value | positives flagged | negatives flagged |", "|---|---|---|---|"]
 
     def row(name: str, value: float, pos: list[bool], neg: list[bool]) -> None:
@@ -650,6 +679,12 @@ def threshold_table(records: list[dict[str, Any]]) -> str:
             flags.append((r["label"], left >= 2 and odds is not None and odds < t))
         row("same_subject_threshold", t, [f for label, f in flags if label == 1],
             [f for label, f in flags if label == 0])
+    surface = [r for r in records if r["command"] == "surface" and r["way"] == "surface"]
+    for t in (-8.0, -6.0, -4.0, -3.0, -2.5, -2.0, -1.5, -1.0, -0.75, -0.5):
+        groups = [g for r in surface for g in dissent_signal(r, t)]
+        row("reading's least token log-prob (dissent: from a document / from noise alone)", t,
+            [kept for document, kept in groups if document],
+            [kept for document, kept in groups if not document])
     return "\n".join(lines)
 
 

@@ -19,8 +19,22 @@ by `answer_tokens`:
    it, `holds_draft`, gives the draft's answer and is not read), on the shared head: the passage's number and its first
    words (so the model finds it among the others), then 'What answer to the question does
    passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED"
-   if passage N does not give one.' (multiple choice: "<the text of one option>").
-3. On the subject, only when the passages give two or more different answers:
+   if passage N does not give one.' (multiple choice: "<the text of one option>"), with token
+   log-probs (recorded per passage: the reply's mean, `confidence`, and its least likely
+   token's, `least_logprob`).
+3. Edited versions, with no model call (free-form questions): two passages that are one text
+   with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its default
+   settings; an edit whose two sides are one answer, "four" and "4", does not count) disagree
+   whatever their readings say, unless the readings already give them two different answers.
+   A version that gave no answer (not stated, not held by its passage, unread), and both
+   versions when the readings gave them one answer (one was misread), become answer groups of
+   their own, whose answer is the words the edits put in each ("1912" / "1895"), when both
+   versions are on-subject (an on-subject answer group, or, without an answer, holding
+   `subject_coverage` of the question's anchors, below). These groups count only for the
+   passage conflicts (not for the context's answer, memory or low relevance), so long passages
+   that the reading calls "not stated" are still compared.
+4. On the subject, only when the passages (with those versions) give two or more different
+   answers:
    - question vs passage, with no model call: the question's anchors are its quoted titles,
      its capitalised words (names, places; question words left out) and its numbers (years);
      the first passage of every answer group but the context's must hold at least
@@ -113,7 +127,7 @@ from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE, passages_head, render_prompt
 from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
-from faithrag.methods.poison_signals import altered_copies, connected_groups
+from faithrag.methods.poison_signals import altered_copies, connected_groups, stretch_in
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import CHOICES as YES_NO
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
@@ -313,6 +327,16 @@ def edited_versions(groups: list[AnswerGroup]) -> list[tuple[int, int]]:
                    if owner[p.first] != owner[p.second]})
 
 
+def _reply_confidence(completion: Completion) -> dict[str, float | None]:
+    """A reply's mean token log-probability (`confidence`) and its least likely token's
+    (`least_logprob`), rounded; None each when the backend gave no log-probs."""
+    logprobs = completion.token_logprobs
+    if not logprobs:
+        return {"confidence": None, "least_logprob": None}
+    return {"confidence": round(sum(logprobs) / len(logprobs), 4),
+            "least_logprob": round(min(logprobs), 4)}
+
+
 def _passage_conflict(kind: str, groups: list[AnswerGroup], note: str) -> Conflict:
     """A conflict with one side per group; its confidence is the share of the groups' passages
     outside the largest (a lone dissenter among five is 0.2; an even split of two is 0.5)."""
@@ -387,13 +411,17 @@ class ConflictDetector:
                            "confidence": None if confidence is None else round(confidence, 4)},
                 "passages": {p.id: {"status": r.status, "answer": r.text,
                                     "raw": replies[p.id].text.strip() if p.id in replies
-                                    else HOLDS_DRAFT} for p, r in readings},
+                                    else HOLDS_DRAFT,
+                                    **(_reply_confidence(replies[p.id]) if p.id in replies
+                                       else {})} for p, r in readings},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
             context = context_group(groups, answer, question)
             on_subject = self._on_subject(question, groups, context, step)
             off_subject = [p.id for g in groups if g not in on_subject for p in g.passages]
-            self._passage_conflicts(question, evidence, on_subject, len(unread) > 0, step)
+            compared = (on_subject if question.choices else
+                        self._with_versions(question, passages, groups, on_subject, step))
+            self._passage_conflicts(question, evidence, compared, len(unread) > 0, step)
             self._memory_conflict(question, memory, confidence, completions[0].text, context,
                                   on_subject, len(unread) > 0, step)
             self._low_relevance(passages, groups, off_subject, len(unread) > 0,
@@ -430,6 +458,43 @@ class ConflictDetector:
         step.outputs["question_subject"] = {"anchors": anchors, "coverage": {
             g.passages[0].id: round(coverage[id(g)], 3) for g in judged}}
         return [g for g in groups if coverage.get(id(g), 1.0) >= self.subject_coverage]
+
+    def _with_versions(self, question: Question, passages: list[Passage],
+                       groups: list[AnswerGroup], on_subject: list[AnswerGroup], step: Step
+                       ) -> list[AnswerGroup]:
+        """The answer groups the passage conflicts compare: `on_subject`, with each version of
+        an edited text that the readings do not set apart in a group of its own (see the module
+        docstring), whose answer is the words its edits put in it."""
+        owner = {p.id: g for g in groups for p in g.passages}
+        anchors = question_anchors(question.text)
+
+        def on_topic(passage: Passage) -> bool:
+            group = owner.get(passage.id)
+            if group is not None:
+                return group in on_subject
+            return not anchors or anchor_coverage(anchors, passage) >= self.subject_coverage
+
+        stretches: dict[int, list[str]] = {}
+        for pair in altered_copies([p.text for p in passages], [p.title for p in passages]):
+            edits = [edit for edit in pair.edits if not same_answer(*edit)]
+            ends = (pair.first, pair.second)
+            first, second = (owner.get(passages[i].id) for i in ends)
+            if (not edits or not all(on_topic(passages[i]) for i in ends)
+                    or (first is not None and second is not None and first is not second)):
+                continue  # no edit that matters, off-subject, or two answers already
+            for side, index in enumerate(ends):
+                if owner.get(passages[index].id) is None or first is second:
+                    stretches.setdefault(index, []).extend(
+                        stretch_in(passages[index].text, edit[side]) for edit in edits)
+        if not stretches:
+            return on_subject
+        moved = {passages[i].id for i in stretches}
+        versions = [AnswerGroup("; ".join(dict.fromkeys(stretches[i])), [passages[i]])
+                    for i in sorted(stretches)]
+        step.outputs["versions"] = {g.passages[0].id: g.answer for g in versions}
+        kept = [AnswerGroup(g.answer, [p for p in g.passages if p.id not in moved])
+                for g in on_subject]
+        return [g for g in kept if g.passages] + versions
 
     def _passage_conflicts(self, question: Question, evidence: SharedEvidence,
                            groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
@@ -552,9 +617,10 @@ class SharedEvidence:
         return (Message("system", ANSWER_SYSTEM), Message("user", self.head + instruction))
 
     def generation(self, instruction: str, max_tokens: int, purpose: str) -> GenerationRequest:
+        """A greedy one-line reply to `instruction` after the head, with token log-probs."""
         return GenerationRequest(self._messages(instruction), max_tokens=max_tokens,
                                  stop=ANSWER_STOP, purpose=purpose, cache_prefix=1,
-                                 cache_prefix_text=self.head, keep_prefix=True)
+                                 cache_prefix_text=self.head, keep_prefix=True, logprobs=True)
 
     def yes_no(self, instruction: str, purpose: str) -> ChoiceRequest:
         return ChoiceRequest(self._messages(instruction), YES_NO, purpose=purpose,

@@ -53,6 +53,22 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def stretch_in(text: str, stretch: str) -> str:
+    """The first stretch of `text` whose `words` are `stretch`'s (one side of an edit), in the
+    text's own case and punctuation; `stretch` itself when `text` has no such run.
+
+    >>> stretch_in("Built in 1,912 by David Jones.", "1,912 by david")
+    '1,912 by David'
+    """
+    wanted = stretch.split()
+    found = list(_WORD.finditer(text))
+    lowered = [m.group().lower() for m in found]
+    for start in range(len(found) - len(wanted) + 1):
+        if wanted and lowered[start:start + len(wanted)] == wanted:
+            return text[found[start].start():found[start + len(wanted) - 1].end()]
+    return stretch
+
+
 @dataclass(frozen=True)
 class CopySettings:
     copy_coverage: float = 0.7

@@ -336,6 +336,23 @@ def test_threshold_table_recomputes_each_flag_from_the_recorded_signals():
                and line.endswith("| 1.00 [0.21, 1.00] (1/1) |") for line in table)
 
 
+def test_dissent_signal_labels_each_dissent_by_its_documents_and_its_least_token():
+    passages = {"c1": {"least_logprob": None}, "c2": {"least_logprob": -0.5},
+                "n1": {"least_logprob": -3.0}, "m1": {"least_logprob": -1.0}}
+    record = {"command": "surface", "way": "surface", "plain_answer": "Paris",
+              "doc_types": {"c1": "correct", "c2": "correct", "n1": "noise", "m1": "misinfo"},
+              "detector": {"outputs": {"groups": [["Paris", ["c1"]], ["Lyon", ["n1"]],
+                                                  ["Nice", ["m1"]], ["Rome", ["c2"]]],
+                                       "passages": passages}}}
+    # a four-way tie: the plain answer's group is the context's; the others dissent
+    assert bench.dissent_signal(record, -2.0) == [(False, False), (True, True), (True, True)]
+    assert bench.dissent_signal(record, -0.75) == [(False, False), (True, False), (True, True)]
+    table = bench.threshold_table([record]).splitlines()
+    assert any(line.startswith("| reading's least token log-prob (dissent: from a document / "
+                               "from noise alone) | -2.0 | 1.00") and line.endswith("(0/1) |")
+               for line in table)
+
+
 # ---------------------------------------------------------------- runner
 
 def test_run_appends_a_record_per_case_and_resumes_without_repeating(tmp_path, write_data_dir):

@@ -25,6 +25,7 @@ from faithrag.methods.conflict_detector import (
 )
 from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
 from faithrag.methods.plain_answer import passages_head
+from faithrag.methods.poison_signals import altered_copies
 from faithrag.methods.vanilla import VanillaRAG
 from faithrag.pipeline import Pipeline
 from faithrag.types import Answer, Passage, Question, Trace
@@ -42,12 +43,15 @@ PASSAGES = [
 class Scripted(FakeLLM):
     """Replies by request purpose; a passage reading by the passage whose start its
     instruction quotes (`passages`: those it may read). The closed-book answer's tokens have
-    log-prob `memory_logprob`; "Yes" scores log-odds `same` on the same-subject question."""
+    log-prob `memory_logprob`, a reading's `reading_logprobs[passage id]` when given; "Yes"
+    scores log-odds `same` on the same-subject question."""
 
-    def __init__(self, memory="Mutemath", readings=None, same=2.0, memory_logprob=-0.1):
+    def __init__(self, memory="Mutemath", readings=None, same=2.0, memory_logprob=-0.1,
+                 reading_logprobs=None):
         readings = readings or {}
         self.passages = list(PASSAGES)
         self.memory_logprob = memory_logprob
+        self.reading_logprobs = reading_logprobs or {}  # passage id -> its reply's log-probs
 
         def respond(request):
             if request.purpose == "memory_answer":
@@ -63,8 +67,18 @@ class Scripted(FakeLLM):
 
     def generate(self, requests):
         completions = super().generate(requests)
-        return [replace(c, token_logprobs=[self.memory_logprob] * len(c.token_logprobs))
-                if r.purpose == "memory_answer" else c for r, c in zip(requests, completions)]
+        return [replace(c, token_logprobs=self._logprobs(r, c)) for r, c in zip(requests,
+                                                                                 completions)]
+
+    def _logprobs(self, request, completion):
+        if request.purpose == "memory_answer":
+            return [self.memory_logprob] * len(completion.token_logprobs)
+        if request.purpose == "passage_answer":
+            instruction = request.messages[-1].content.rsplit("</passage>", 1)[1]
+            read = next(p for p in self.passages
+                        if f'begins: "{neutralise_tags(p.text)[:20]}' in instruction)
+            return self.reading_logprobs.get(read.id, completion.token_logprobs)
+        return completion.token_logprobs
 
     def score_choices(self, request):
         scores = super().score_choices(request)
@@ -414,6 +428,15 @@ def test_the_answer_is_left_alone_in_a_pipeline_and_detection_runs_last():
     assert data["conflicts"][0]["sides"][1]["passages"] == ["p2"]
 
 
+def test_each_reading_records_its_replys_confidence():
+    llm = Scripted(readings={"p2": "The Beatles"}, reading_logprobs={"p2": [-0.1, -2.5, -0.4]})
+    _, step = detect(llm, draft="Mutemath")
+    assert llm.generate_calls[0][1].logprobs  # readings ask for token log-probs
+    assert step.outputs["passages"]["p2"]["confidence"] == -1.0
+    assert step.outputs["passages"]["p2"]["least_logprob"] == -2.5
+    assert "least_logprob" not in step.outputs["passages"]["p1"]  # holds the draft: not read
+
+
 def test_the_thresholds_are_configured():
     llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles"}, same=-0.4)
     assert [c.kind for c in detect(llm, same_subject_threshold=-0.3)[0]] == ["ambiguous"]
@@ -578,3 +601,79 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
         for side in conflict.sides:
             assert side.source == "memory" or (side.passages and set(side.passages) <= ids)
             assert side.quote or conflict.kind == "low_relevance"
+
+
+HOUSE = Question("When was the Jones house built?")
+BUILT_1912 = Passage("v1", "Built in 1912, the Jones house was home to David and Mary Jones, who "
+                     "lived there until 1950.", "", "wiki")
+BUILT_1895 = Passage("v2", "Built in 1895, the Jones house was home to David and Mary Jones, who "
+                     "lived there until 1950.", "", "blog")
+
+
+
+def house(**kwargs):
+    """A model that remembers the house's first year, so that memory agrees with it."""
+    return Scripted(memory="1912", **kwargs)
+
+
+def test_an_edited_copy_that_gave_no_answer_is_a_side_with_its_edited_words():
+    llm = house(readings={"v2": "ANSWER: NOT STATED"})
+    conflicts, step = detect(llm, passages=[BUILT_1912, BUILT_1895], question=HOUSE, draft="1912")
+    (conflict,) = conflicts
+    assert conflict.kind == "passage_vs_passage"
+    assert [(s.answer, s.passages) for s in conflict.sides] == [("1912", ["v1"]), ("1895", ["v2"])]
+    assert "1895" in conflict.sides[1].quote
+    assert step.outputs["versions"] == {"v2": "1895"}
+    assert step.outputs["groups"] == [["1912", ["v1"]]]  # the readings themselves are unchanged
+    assert llm.scored == []  # versions of one text: one subject, nothing to ask
+
+
+def test_two_unanswered_versions_disagree_in_their_own_words():
+    conflicts, _ = detect(house(), passages=[BUILT_1912, BUILT_1895], question=HOUSE, draft="")
+    assert [(s.answer, s.passages) for s in conflicts[0].sides] == [("1912", ["v1"]),
+                                                                   ("1895", ["v2"])]
+
+
+def test_versions_read_as_one_answer_are_set_apart_by_their_edits():
+    # the edited copy was misread (the model gave the other version's year): both versions
+    # stand in their own words
+    until = [replace(p, text=p.text.replace("1950", "1912")) for p in (BUILT_1912, BUILT_1895)]
+    llm = house(readings={"v1": "1912", "v2": "1912"})
+    conflicts, step = detect(llm, passages=until, question=HOUSE, draft="")
+    assert step.outputs["groups"] == [["1912", ["v1", "v2"]]]
+    assert [(s.answer, s.passages) for s in conflicts[0].sides] == [("1912", ["v1"]),
+                                                                   ("1895", ["v2"])]
+
+
+def test_versions_with_two_answers_are_compared_by_their_readings():
+    llm = house(readings={"v2": "1895"})
+    conflicts, step = detect(llm, passages=[BUILT_1912, BUILT_1895], question=HOUSE,
+                             draft="1912")
+    assert [(s.answer, s.passages) for s in conflicts[0].sides] == [("1912", ["v1"]),
+                                                                   ("1895", ["v2"])]
+    assert "versions" not in step.outputs
+
+
+def test_versions_that_differ_only_in_how_they_write_a_value_agree():
+    spelled = replace(BUILT_1895, text=BUILT_1912.text.replace("until 1950", "until four"))
+    written = replace(BUILT_1912, text=BUILT_1912.text.replace("until 1950", "until 4"))
+    _, step = detect(house(), passages=[written, spelled], question=HOUSE, draft="")
+    assert statuses(step)["passage_vs_passage"] == "no_conflict"
+    assert "versions" not in step.outputs
+
+
+def test_a_version_about_another_subject_is_no_side():
+    other = replace(BUILT_1895, text=BUILT_1895.text.replace("Jones house", "Smith barn")
+                    .replace("David and Mary Jones", "David and Mary Smith"))
+    assert altered_copies([BUILT_1912.text, other.text], ["", ""])  # one text, edited
+    question = Question("When was the Jones house built for David Jones?")
+    conflicts, step = detect(house(), passages=[BUILT_1912, other], question=question,
+                             draft="1912")
+    assert conflicts == [] and "versions" not in step.outputs
+
+
+def test_multiple_choice_questions_compare_options_only():
+    question = Question("When was the Jones house built?", choices=["1912", "1895"])
+    conflicts, _ = detect(house(), passages=[BUILT_1912, BUILT_1895], question=question,
+                          draft="1912")
+    assert conflicts == []
