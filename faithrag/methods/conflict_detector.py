@@ -120,16 +120,14 @@ from faithrag.answers import (
     same_answer,
     yes_no_polarity,
 )
-from faithrag.llm.base import LLM, ChoiceRequest, Completion, GenerationRequest, Message
-from faithrag.llm.framing import neutralise_tags
-from faithrag.methods.common import fit, generate, match_choice, question_block
+from faithrag.llm.base import LLM, Completion, GenerationRequest, Message
+from faithrag.methods.common import generate, match_choice, question_block
 from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
-from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE, passages_head, render_prompt
-from faithrag.methods.plain_answer import SYSTEM as ANSWER_SYSTEM
+from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE
 from faithrag.methods.poison_signals import altered_copies, connected_groups, stretch_in
+from faithrag.methods.shared_evidence import ANSWER_STOP, SharedEvidence
 from faithrag.registry import register
-from faithrag.retrieval.scorers.llm_judge import CHOICES as YES_NO
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
 from faithrag.types import (
     PARSE_OK,
@@ -157,9 +155,6 @@ PAIR_SUBJECT = (
     'Passage {a} begins: "{start_a}"\nPassage {b} begins: "{start_b}"\n\nA name in a question '
     "can refer to several different people, works, places or events. Do passages {a} and {b} "
     "speak about the same one? Answer Yes or No.")
-ANSWER_STOP = ("\n",)  # an answer is one line
-START_WORDS = 12  # of a passage, quoted so the model finds it among the others
-INSTRUCTION_TOKENS = 160  # room after the shared head for the longest instruction
 
 ANSWERED = "answer"
 NO_ANSWER = "no_answer"
@@ -579,52 +574,6 @@ class ConflictDetector:
                       "there were no passages")
             step.conflicts.append(Conflict(kind, self.name, sides, "reported", None, reason))
             self._check(step, kind, "conflict")
-
-
-@dataclass
-class SharedEvidence:
-    """The plain answer prompt's head (system message, passages, question) as the generator
-    rendered it, and requests that add one instruction to it, marked as its kept prefix."""
-
-    head: str
-    passages: list[Passage]
-    shown: list[str]  # each passage's text as the head holds it
-
-    @classmethod
-    def fitted(cls, llm: LLM, question: Question, passages: list[Passage], answer_tokens: int,
-               step: Step) -> SharedEvidence:
-        """The head as the plain answer prompt fits it (the same reserve, so the same cut),
-        fitted again with room for the instruction when that does not fit after it."""
-        titles = [p.title for p in passages]
-        render = render_prompt(question, titles)
-        fitted = fit(llm, render, passages, answer_tokens, step)
-        room = llm.context_window - llm.count_chat_tokens(fitted.messages) - answer_tokens
-        if room < INSTRUCTION_TOKENS:
-            fitted = fit(llm, render, passages, answer_tokens + INSTRUCTION_TOKENS, step)
-        shown = fitted.evidence
-        return cls(passages_head(question, shown, titles), passages[:len(shown)], shown)
-
-    def number(self, passage: Passage) -> int:
-        return self.passages.index(passage) + 1
-
-    def start(self, number: int) -> str:
-        """The first words of passage `number` (1-based) as shown."""
-        words = self.shown[number - 1].split()
-        start = " ".join(words[:START_WORDS]) + (" …" if len(words) > START_WORDS else "")
-        return neutralise_tags(start)  # quoted outside its frame, so it cannot open or close one
-
-    def _messages(self, instruction: str) -> tuple[Message, ...]:
-        return (Message("system", ANSWER_SYSTEM), Message("user", self.head + instruction))
-
-    def generation(self, instruction: str, max_tokens: int, purpose: str) -> GenerationRequest:
-        """A greedy one-line reply to `instruction` after the head, with token log-probs."""
-        return GenerationRequest(self._messages(instruction), max_tokens=max_tokens,
-                                 stop=ANSWER_STOP, purpose=purpose, cache_prefix=1,
-                                 cache_prefix_text=self.head, keep_prefix=True, logprobs=True)
-
-    def yes_no(self, instruction: str, purpose: str) -> ChoiceRequest:
-        return ChoiceRequest(self._messages(instruction), YES_NO, purpose=purpose,
-                             cache_prefix=1, cache_prefix_text=self.head, keep_prefix=True)
 
 
 @register("detector", "conflicts",
