@@ -9,6 +9,7 @@ from faithrag.methods.poison_signals import (
     are_copies,
     crafted_clusters,
     merged_groups,
+    stretch_in,
     windowed_clusters,
     windows,
     words,
@@ -151,3 +152,13 @@ def test_windows_of_copies_of_one_text_do_not_link():
 def test_groups_sharing_a_member_are_merged():
     assert merged_groups([[0, 1], [3, 4], [1, 2]]) == [[0, 1, 2], [3, 4]]
     assert merged_groups([]) == []
+
+
+def test_an_edits_words_are_found_in_the_passages_own_case_and_punctuation():
+    (pair,) = altered_copies([REAL, REAL.replace("David and Mary", "Peter, and Mary")], ["", ""])
+    (first, second) = pair.edits[0]
+    assert stretch_in(REAL, first) == "David"
+    assert stretch_in(REAL.replace("David and Mary", "Peter, and Mary"), second) == "Peter"
+    assert stretch_in("Built in 1,912 by David Jones.", "1,912 by david") == "1,912 by David"
+    assert stretch_in(REAL, "not in it") == "not in it"
+    assert stretch_in(REAL, "") == ""
