@@ -603,11 +603,13 @@ def memory_signal(record: dict[str, Any]) -> tuple[bool, float | None]:
 
 def passage_signal(record: dict[str, Any], subject_coverage: float) -> tuple[int, float | None]:
     """The number of answer groups left on-subject at `subject_coverage` (the context's group,
-    the one not judged, always stays) and the recorded same-subject log-odds."""
+    judged by its best passage, stays when its coverage was not recorded) and the recorded
+    same-subject log-odds."""
     outputs = record["detector"]["outputs"]
-    judged = (outputs.get("question_subject") or {}).get("coverage", {})
+    subject = outputs.get("question_subject") or {}
+    judged, context = subject.get("coverage", {}), subject.get("context", 1.0)
     left = sum(1 for _, ids in outputs["groups"]
-               if ids[0] not in judged or judged[ids[0]] >= subject_coverage)
+               if judged.get(ids[0], context) >= subject_coverage)
     return left, (outputs.get("same_subject") or {}).get("log_odds")
 
 

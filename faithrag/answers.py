@@ -38,6 +38,8 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
+from functools import lru_cache
+from importlib.resources import files
 
 from faithrag.quantities import compare, quantities, remainder, vague, words_value
 
@@ -46,6 +48,13 @@ from faithrag.quantities import compare, quantities, remainder, vague, words_val
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """NLTK's English stopword list (179 words), shipped with the package for offline use."""
+    text = (files("faithrag") / "data" / "stopwords" / "english.txt").read_text(encoding="utf-8")
+    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))
 
 
 def normalize_answer(text: str) -> str:

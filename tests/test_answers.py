@@ -286,3 +286,10 @@ def test_a_year_agrees_with_a_full_date_in_that_year_and_no_other(year, month, d
     full = f"{year}-{month:02d}-{day:02d}"
     assert M.compare_answers(str(year), full) is A
     assert M.compare_answers(str(year + 1), full) is D
+
+
+def test_stopwords_are_nltk_english():
+    words = M.stopwords()
+    assert len(words) == 179
+    assert {"the", "of", "is", "wouldn't", "ourselves"} <= words
+    assert "sydney" not in words and "capital" not in words

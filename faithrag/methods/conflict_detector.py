@@ -24,24 +24,26 @@ by `answer_tokens`:
    token's, `least_logprob`).
 3. Edited versions, with no model call (free-form questions): two passages that are one text
    with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its default
-   settings; an edit whose two sides are one answer, "four" and "4", does not count) disagree
-   whatever their readings say, unless the readings already give them two different answers.
-   A version that gave no answer (not stated, not held by its passage, unread), and both
-   versions when the readings gave them one answer (one was misread), become answer groups of
-   their own, whose answer is the words the edits put in each ("1912" / "1895"), when both
-   versions are on-subject (an on-subject answer group, or, without an answer, holding
-   `subject_coverage` of the question's anchors, below). These groups count only for the
-   passage conflicts (not for the context's answer, memory or low relevance), so long passages
-   that the reading calls "not stated" are still compared.
+   settings; an edit whose two sides are one answer, "four" and "4", a spelling variant or
+   stopwords alone does not count) disagree whatever their readings say, unless the readings
+   already give them two different answers. A version that gave no answer (not stated, not
+   held by its passage, unread), and both versions when the readings gave them one answer (one
+   was misread), become answer groups of their own, whose answer is the words the telling edits
+   put in each ("1912" / "1895"; `poison_signals.telling_edits`: those holding the readings'
+   answer, else a number, else all that count), when both versions are on-subject (an
+   on-subject answer group, or, without an answer, holding `subject_coverage` of the question's
+   anchors, below). These groups count only for the passage conflicts (not for the context's
+   answer, memory or low relevance), so long passages read as "not stated" are compared.
 4. On the subject, only when the passages (with those versions) give two or more different
    answers:
-   - question vs passage, with no model call: the question's anchors are its quoted titles,
-     its capitalised words (names, places; question words left out) and its numbers (years);
-     the first passage of every answer group but the context's must hold at least
-     `subject_coverage` of them (SQuAD-normalised whole tokens, title included), else the group
-     is off-subject (a lookalike: another year, another person with the same first name); its
-     passages are set aside, named in the `low_relevance` check's note, and never become a
-     side. A question with no anchor sets nothing aside;
+   - question vs passage, no model call: the question's anchors are its quoted titles, its
+     capitalised words (names, places; question words left out) and its numbers (years);
+     the first passage of every answer group but the context's (one of the context's passages)
+     must hold at least `subject_coverage` of them (SQuAD-normalised whole tokens, title
+     included), else the group is off-subject (a lookalike: another year, another person with
+     the same first name); its passages are set aside, named in the `low_relevance` check's
+     note, and never become a side (nor, the context's, set against memory). A question with
+     no anchor sets nothing aside;
    - edited copies, with no model call: two groups whose passages include two that are one
      text with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its
      default settings) are versions of one document, so they speak of the same subject; such
@@ -125,7 +127,12 @@ from faithrag.methods.common import generate, match_choice, question_block
 from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE
-from faithrag.methods.poison_signals import altered_copies, connected_groups, stretch_in
+from faithrag.methods.poison_signals import (
+    altered_copies,
+    connected_groups,
+    stretch_in,
+    telling_edits,
+)
 from faithrag.methods.shared_evidence import ANSWER_STOP, SharedEvidence
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
@@ -359,7 +366,6 @@ class ConflictDetector:
         self.subject_coverage = subject_coverage
         self.memory_confidence = memory_confidence
 
-    # ------------------------------------------------------------------ requests
     def _memory_request(self, question: Question) -> GenerationRequest:
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
         messages = (Message("system", MEMORY_SYSTEM),
@@ -367,7 +373,6 @@ class ConflictDetector:
         return GenerationRequest(messages, max_tokens=self.answer_tokens, stop=ANSWER_STOP,
                                  logprobs=True, purpose="memory_answer")
 
-    # ------------------------------------------------------------------ stage
     def detect(self, question: Question, passages: list[Passage], answer: Answer,
                trace: Trace) -> list[Conflict]:
         """Look for every kind the detector knows; record conflicts, checks and calls on a
@@ -417,8 +422,9 @@ class ConflictDetector:
             compared = (on_subject if question.choices else
                         self._with_versions(question, passages, groups, on_subject, step))
             self._passage_conflicts(question, evidence, compared, len(unread) > 0, step)
-            self._memory_conflict(question, memory, confidence, completions[0].text, context,
-                                  on_subject, len(unread) > 0, step)
+            self._memory_conflict(question, memory, confidence, completions[0].text,
+                                  context if context in on_subject else None, on_subject,
+                                  len(unread) > 0, step)
             self._low_relevance(passages, groups, off_subject, len(unread) > 0,
                                 holds_answer(answer, question),
                                 draft_from_memory(answer, memory, question), step)
@@ -442,17 +448,19 @@ class ConflictDetector:
 
     def _on_subject(self, question: Question, groups: list[AnswerGroup],
                     context: AnswerGroup | None, step: Step) -> list[AnswerGroup]:
-        """The groups that speak of what the question asks about: the context's, and each other
-        group whose first passage holds enough of the question's anchors (see the module
-        docstring)."""
+        """The groups that speak of what the question asks about: each group but the context's
+        whose first passage holds enough of the question's anchors, and the context's when one
+        of its passages does (see the module docstring)."""
         judged = [g for g in groups if g is not context]
         anchors = question_anchors(question.text)
         if context is None or not judged or not anchors:
             return groups
         coverage = {id(g): anchor_coverage(anchors, g.passages[0]) for g in judged}
+        coverage[id(context)] = max(anchor_coverage(anchors, p) for p in context.passages)
         step.outputs["question_subject"] = {"anchors": anchors, "coverage": {
-            g.passages[0].id: round(coverage[id(g)], 3) for g in judged}}
-        return [g for g in groups if coverage.get(id(g), 1.0) >= self.subject_coverage]
+            g.passages[0].id: round(coverage[id(g)], 3) for g in judged},
+            "context": round(coverage[id(context)], 3)}
+        return [g for g in groups if coverage[id(g)] >= self.subject_coverage]
 
     def _with_versions(self, question: Question, passages: list[Passage],
                        groups: list[AnswerGroup], on_subject: list[AnswerGroup], step: Step
@@ -471,9 +479,10 @@ class ConflictDetector:
 
         stretches: dict[int, list[str]] = {}
         for pair in altered_copies([p.text for p in passages], [p.title for p in passages]):
-            edits = [edit for edit in pair.edits if not same_answer(*edit)]
             ends = (pair.first, pair.second)
             first, second = (owner.get(passages[i].id) for i in ends)
+            edits = telling_edits([edit for edit in pair.edits if not same_answer(*edit)],
+                                  [g.answer for g in (first, second) if g is not None])
             if (not edits or not all(on_topic(passages[i]) for i in ends)
                     or (first is not None and second is not None and first is not second)):
                 continue  # no edit that matters, off-subject, or two answers already

@@ -27,7 +27,8 @@ source, no LLM): the two shapes knowledge-poisoning attacks leave.
   (templated pages: one season's article against the next).
 
 All three return indices into the passage list and leave the decision to the caller
-(faithrag.methods.poison_filter).
+(faithrag.methods.poison_filter). `telling_edits` picks, among an altered pair's edits, those
+that can tell its two versions apart (the conflict detector names each version by them).
 
 Example:
     >>> real = "The house was built in 1912 for David and Mary Jones, who lived there."
@@ -45,7 +46,10 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
+from faithrag.answers import stopwords
+
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+")
+SPELLING_SIMILARITY = 0.8
 
 
 def words(text: str) -> list[str]:
@@ -129,6 +133,36 @@ def altered_copies(texts: Sequence[str], titles: Sequence[str],
             if edits:
                 pairs.append(AlteredPair(i, j, edits))
     return pairs
+
+
+def spelling_variant(first: str, second: str) -> bool:
+    """Whether the two sides of an edit are one wording spelt two ways ("honour" / "honor",
+    "favoured" / "favored"): neither holds a digit and their letters align at
+    `SPELLING_SIMILARITY` or above."""
+    if any(c.isdigit() for c in first + second):
+        return False
+    return SequenceMatcher(None, first, second, autojunk=False).ratio() >= SPELLING_SIMILARITY
+
+
+def telling_edits(edits: Sequence[tuple[str, str]], answers: Iterable[str]
+                  ) -> list[tuple[str, str]]:
+    """The edits of an altered pair that can tell its two versions apart, for naming them:
+    spelling variants and edits of stopwords alone ("its" / "their") left out; of the rest,
+    those with a side holding a content word of one of `answers` (what the passages were read to
+    say), else those holding a number, else all of them.
+
+    >>> telling_edits([("honour", "honor"), ("built", "made"), ("1912", "1895")], [])
+    [('1912', '1895')]
+    >>> telling_edits([("in 1912", "in 1895"), ("terri irwin", "caitlin stasey")], ["Terri"])
+    [('terri irwin', 'caitlin stasey')]
+    """
+    common = stopwords()
+    edits = [(a, b) for a, b in edits if not spelling_variant(a, b)
+             and any(w not in common for w in (a + " " + b).split())]
+    answer_words = {w for answer in answers for w in words(answer) if w not in common}
+    holding_answer = [e for e in edits if answer_words & set(" ".join(e).split())]
+    with_number = [e for e in edits if any(c.isdigit() for c in e[0] + e[1])]
+    return holding_answer or with_number or edits
 
 
 def are_copies(first: str, second: str, settings: CopySettings = CopySettings()) -> bool:

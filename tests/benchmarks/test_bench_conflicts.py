@@ -324,16 +324,21 @@ def test_threshold_table_recomputes_each_flag_from_the_recorded_signals():
                    "same_subject": {"log_odds": 1.0}}
         return {"command": "lookalike", "item": "l", "label": 0,
                 "detector": {"outputs": outputs}}
+    drafted_from_lookalikes = lookalike(1.0)
+    drafted_from_lookalikes["detector"]["outputs"]["question_subject"]["context"] = 0.0
     records = [memory("q0", 1, -0.2, True), memory("q1", 0, -0.2, False),
-               memory("q2", 1, -0.9, True), lookalike(0.5)]
+               memory("q2", 1, -0.9, True), lookalike(0.5), drafted_from_lookalikes]
     table = bench.threshold_table(records).splitlines()
     # at -0.5 the confident positive is flagged, the guess is not; the golden variant is
     assert "| memory_confidence | -0.5 | 0.50 [0.09, 0.91] (1/2) | 1.00 [0.21, 1.00] (1/1) |" \
         in table
+    # a lookalike group against a context read from lookalikes: neither is left at 0.6
     assert any(line.startswith("| subject_coverage | 0.6 |")
-               and line.endswith("| 0.00 [0.00, 0.79] (0/1) |") for line in table)
+               and line.endswith("(0/2) |") for line in table)
     assert any(line.startswith("| subject_coverage | 0.5 |")
-               and line.endswith("| 1.00 [0.21, 1.00] (1/1) |") for line in table)
+               and line.endswith("(1/2) |") for line in table)
+    assert any(line.startswith("| subject_coverage | 0.0 |")
+               and line.endswith("(2/2) |") for line in table)
 
 
 def test_dissent_signal_labels_each_dissent_by_its_documents_and_its_least_token():

@@ -162,7 +162,7 @@ def test_disagreeing_passages_on_the_same_subject_are_passage_vs_passage():
     # same subject is scored, not generated, on the shared head: the largest group's first
     # passage against the other's, in both orders
     assert step.outputs["question_subject"] == {"anchors": ["Armistice"],
-                                                "coverage": {"p2": 1.0}}
+                                                "coverage": {"p2": 1.0}, "context": 1.0}
     assert len(llm.generate_calls) == 1
     assert [c.purpose for c in llm.scored] == ["same_subject"] * 2
     assert all(c.keep_prefix and c.messages[-1].content.startswith(c.cache_prefix_text)
@@ -191,6 +191,29 @@ def test_an_off_subject_answer_is_set_aside_named_and_never_surfaced():
     pipeline = Pipeline(VanillaRAG(FakeLLM(default="Mutemath")), detector=ConflictDetector(llm),
                         on_conflict="surface")
     assert pipeline.run(QUESTION, passages).answer.text == "Mutemath"
+
+
+def test_a_draft_read_from_lookalikes_is_set_aside_too_and_never_surfaced():
+    # the draft's group is the largest, but none of its passages names what the question asks
+    truce = [LOOKALIKE, replace(LOOKALIKE, id="p5", text="The Beatles recorded Truce in 1970.")]
+    llm = Scripted(readings={"p1": "Mutemath"})
+    conflicts, step = detect(llm, passages=[PASSAGES[0], *truce], draft="The Beatles")
+    assert conflicts == []
+    assert step.outputs["question_subject"]["context"] == 0.0
+    (low,) = [c for c in step.checks if c.kind == "low_relevance"]
+    assert low.note == "off-subject (set aside): p4, p5"
+    assert llm.scored == []
+
+
+def test_a_draft_group_with_one_passage_on_the_subject_stays():
+    llm = Scripted(readings={"p2": "The Beatles"})
+    touring = replace(LOOKALIKE, id="p6", text="Mutemath toured Europe in 2010.")
+    on_subject = replace(LOOKALIKE, id="p5", text="Mutemath recorded Armistice in 2009.")
+    conflicts, step = detect(llm, passages=[touring, on_subject, PASSAGES[1]],
+                             draft="Mutemath")
+    assert step.outputs["groups"][0] == ["Mutemath", ["p6", "p5"]]
+    assert step.outputs["question_subject"]["context"] == 1.0
+    assert [c.kind for c in conflicts] == ["passage_vs_passage"]
 
 
 def test_subject_coverage_decides_what_is_off_subject():
@@ -670,6 +693,23 @@ def test_a_version_about_another_subject_is_no_side():
     conflicts, step = detect(house(), passages=[BUILT_1912, other], question=question,
                              draft="1912")
     assert conflicts == [] and "versions" not in step.outputs
+
+
+def test_spelling_variants_do_not_make_versions():
+    british = replace(BUILT_1895, text=BUILT_1912.text.replace("home", "the favoured home"))
+    american = replace(BUILT_1912, text=BUILT_1912.text.replace("home", "the favored home"))
+    _, step = detect(house(), passages=[american, british], question=HOUSE, draft="")
+    assert statuses(step)["passage_vs_passage"] == "no_conflict"
+    assert "versions" not in step.outputs
+
+
+def test_a_version_is_named_by_the_edit_that_holds_the_answer_alone():
+    british = replace(BUILT_1895, text=BUILT_1895.text.replace("home", "the favoured home"))
+    american = replace(BUILT_1912, text=BUILT_1912.text.replace("home", "the favored home"))
+    conflicts, step = detect(house(readings={"v2": "ANSWER: NOT STATED"}),
+                             passages=[american, british], question=HOUSE, draft="1912")
+    assert step.outputs["versions"] == {"v2": "1895"}  # not "1895; favoured"
+    assert [s.answer for s in conflicts[0].sides] == ["1912", "1895"]
 
 
 def test_multiple_choice_questions_compare_options_only():

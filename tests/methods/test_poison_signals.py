@@ -9,7 +9,9 @@ from faithrag.methods.poison_signals import (
     are_copies,
     crafted_clusters,
     merged_groups,
+    spelling_variant,
     stretch_in,
+    telling_edits,
     windowed_clusters,
     windows,
     words,
@@ -162,3 +164,18 @@ def test_an_edits_words_are_found_in_the_passages_own_case_and_punctuation():
     assert stretch_in("Built in 1,912 by David Jones.", "1,912 by david") == "1,912 by David"
     assert stretch_in(REAL, "not in it") == "not in it"
     assert stretch_in(REAL, "") == ""
+
+
+def test_spelling_variants_are_one_wording_and_numbers_never_are():
+    assert spelling_variant("honour", "honor") and spelling_variant("favoured", "favored")
+    assert not spelling_variant("1912", "1915") and not spelling_variant("france", "spain")
+
+
+def test_the_telling_edits_hold_the_answer_else_a_number_else_every_edit_that_counts():
+    edits = [("labour", "labor"), ("its", "their"), ("built", "made"), ("1912", "1895"),
+             ("mary jones", "anne smith")]
+    assert telling_edits(edits, ["Anne Smith"]) == [("mary jones", "anne smith")]
+    assert telling_edits(edits, ["not in any edit"]) == [("1912", "1895")]
+    assert telling_edits(edits[:3] + edits[4:], []) == [("built", "made"),
+                                                        ("mary jones", "anne smith")]
+    assert telling_edits([("labour", "labor"), ("its", "their")], ["Mary"]) == []

@@ -22,20 +22,12 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable
-from functools import lru_cache
-from importlib.resources import files
 
+from faithrag.answers import stopwords
 from faithrag.llm.base import LLM, TokenBias
 
 _WORD = re.compile(r"[^\s]+")
 _STRIP = string.punctuation + "\u2018\u2019\u201c\u201d\u2013\u2014\u2026"
-
-
-@lru_cache(maxsize=1)
-def stopwords() -> frozenset[str]:
-    """NLTK's English stopword list (179 words), shipped with the package for offline use."""
-    text = (files("faithrag") / "data" / "stopwords" / "english.txt").read_text(encoding="utf-8")
-    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))
 
 
 def _is_punctuation(text: str) -> bool:

@@ -7,17 +7,9 @@ from faithrag.methods.csrag.token_sets import (
     content_token_ids,
     csrag_bias,
     decode_ids,
-    stopwords,
 )
 
 TEXT = "The capital of Australia is Sydney, according to the 2031 gazette."
-
-
-def test_stopwords_are_nltk_english():
-    words = stopwords()
-    assert len(words) == 179
-    assert {"the", "of", "is", "wouldn't", "ourselves"} <= words
-    assert "sydney" not in words and "capital" not in words
 
 
 def test_bias_adds_alpha_and_beta_and_sums_on_overlap():
