@@ -49,7 +49,8 @@ import numpy as np
 from faithrag.answers import stopwords
 
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+")
-SPELLING_SIMILARITY = 0.8
+SPELLING_CHANGES = frozenset({("", "u"), ("", "l"), ("", "e"), ("", "r"), ("", "s"), ("", " "),
+                              ("s", "z"), ("c", "s")})
 
 
 def words(text: str) -> list[str]:
@@ -137,11 +138,15 @@ def altered_copies(texts: Sequence[str], titles: Sequence[str],
 
 def spelling_variant(first: str, second: str) -> bool:
     """Whether the two sides of an edit are one wording spelt two ways ("honour" / "honor",
-    "favoured" / "favored"): neither holds a digit and their letters align at
-    `SPELLING_SIMILARITY` or above."""
-    if any(c.isdigit() for c in first + second):
+    "organise" / "organize", "centre" / "center", "per cent" / "percent"): no digit, and every
+    letter they differ in is one of `SPELLING_CHANGES` (a "u", "l", "e", "r", "s" or space put in
+    or left out; "s" for "z" or "c")."""
+    if first == second or any(c.isdigit() for c in first + second):
         return False
-    return SequenceMatcher(None, first, second, autojunk=False).ratio() >= SPELLING_SIMILARITY
+    matcher = SequenceMatcher(None, first, second, autojunk=False)
+    return all((first[i1:i2], second[j1:j2]) in SPELLING_CHANGES
+               or (second[j1:j2], first[i1:i2]) in SPELLING_CHANGES
+               for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
 
 
 def telling_edits(edits: Sequence[tuple[str, str]], answers: Iterable[str]

@@ -166,9 +166,19 @@ def test_an_edits_words_are_found_in_the_passages_own_case_and_punctuation():
     assert stretch_in(REAL, "") == ""
 
 
-def test_spelling_variants_are_one_wording_and_numbers_never_are():
-    assert spelling_variant("honour", "honor") and spelling_variant("favoured", "favored")
-    assert not spelling_variant("1912", "1915") and not spelling_variant("france", "spain")
+@pytest.mark.parametrize("first, second", [
+    ("honour", "honor"), ("favoured", "favored"), ("organise", "organize"), ("centre", "center"),
+    ("licence", "license"), ("labelling", "labeling"), ("per cent", "percent"),
+    ("kilometres", "kilometers")])
+def test_british_and_american_spellings_are_one_wording(first, second):
+    assert spelling_variant(first, second) and spelling_variant(second, first)
+
+
+@pytest.mark.parametrize("first, second", [
+    ("1912", "1915"), ("northwestern", "northeastern"), ("austria", "australia"),
+    ("smith", "smyth"), ("france", "spain"), ("bin", "bind"), ("honour", "honour")])
+def test_other_edits_are_no_spelling_variant(first, second):
+    assert not spelling_variant(first, second)
 
 
 def test_the_telling_edits_hold_the_answer_else_a_number_else_every_edit_that_counts():
