@@ -245,7 +245,7 @@ class PoisonFilterConfig(Section):
     """a replaced stretch lies next to an unchanged run of at least this many words"""
     max_edits: int = Field(8, ge=1)
     """copies differing in more places than this are different texts, unless rewritten"""
-    rewrite_coverage: float = Field(0.85, gt=0.0, le=1.0)
+    rewrite_coverage: float = Field(0.7, gt=0.0, le=1.0)
     """copies differing in many places are one text rewritten when their aligned words cover
     this share of the longer"""
     window_words: int | None = Field(None, ge=1)

@@ -80,7 +80,7 @@ class CopySettings:
     max_edit_words: int = 12
     anchor_words: int = 5
     max_edits: int = 8
-    rewrite_coverage: float = 0.85
+    rewrite_coverage: float = 0.7
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,17 @@ def test_texts_differing_in_more_places_than_max_edits_are_different_texts():
     assert len(altered_copies([REAL, edited], ["", ""], CopySettings(max_edits=2))) == 1
 
 
+def test_a_copy_reworded_throughout_is_one_text_rewritten_at_the_default_coverage():
+    reworded = ("The David H. Jones Home stands at 143 South Main Street in the town of Spanish "
+                "Fork, Utah. The house was built in 1895 for David and Mary Jones, who resided "
+                "there until 1959.")  # aligned words cover 0.79 of it, four places differ
+    pairs = altered_copies([REAL, reworded], ["", ""], CopySettings(max_edits=3))
+    assert [pair.edits for pair in pairs] == [
+        [("house is located", "home stands"), ("1912", "1895"), ("lived", "resided")]]
+    assert altered_copies([REAL, reworded], ["", ""],
+                          CopySettings(max_edits=3, rewrite_coverage=0.85)) == []
+
+
 def test_unrelated_texts_are_not_copies():
     assert not are_copies(REAL, "The Pittsburgh Pirates have won five World Series titles.")
 
