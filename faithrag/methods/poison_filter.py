@@ -237,15 +237,15 @@ class PoisonFilterConfig(Section):
     """a passage this close to a crafted cluster's members on average joins it"""
     altered_copies: bool = True
     """remove passages that are one text with a stretch replaced"""
-    copy_coverage: float = Field(0.7, gt=0.0, le=1.0)
+    copy_coverage: float = Field(DEFAULT_COPIES.copy_coverage, gt=0.0, le=1.0)
     """two passages are copies when their aligned words cover this share of the shorter"""
-    max_edit_words: int = Field(12, ge=1)
+    max_edit_words: int = Field(DEFAULT_COPIES.max_edit_words, ge=1)
     """a replaced stretch is at most this many words on each side"""
-    anchor_words: int = Field(5, ge=1)
+    anchor_words: int = Field(DEFAULT_COPIES.anchor_words, ge=1)
     """a replaced stretch lies next to an unchanged run of at least this many words"""
-    max_edits: int = Field(8, ge=1)
+    max_edits: int = Field(DEFAULT_COPIES.max_edits, ge=1)
     """copies differing in more places than this are different texts, unless rewritten"""
-    rewrite_coverage: float = Field(0.7, gt=0.0, le=1.0)
+    rewrite_coverage: float = Field(DEFAULT_COPIES.rewrite_coverage, gt=0.0, le=1.0)
     """copies differing in many places are one text rewritten when their aligned words cover
     this share of the longer"""
     window_words: int | None = Field(None, ge=1)
