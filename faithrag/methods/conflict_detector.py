@@ -134,6 +134,7 @@ from faithrag.methods.poison_signals import (
     telling_edits,
 )
 from faithrag.methods.shared_evidence import ANSWER_STOP, SharedEvidence
+from faithrag.methods.subject_anchors import anchor_coverage, question_anchors
 from faithrag.registry import register
 from faithrag.retrieval.scorers.llm_judge import yes_log_odds_many
 from faithrag.types import (
@@ -175,11 +176,6 @@ _DOES_NOT_KNOW = re.compile(
     r"\b(?:i\s+(?:do\s*(?:not|n't)|don't)\s+know|not\s+sure|(?:can\s*not|cannot|can't)\s+"
     r"(?:answer|tell|say))\b", re.IGNORECASE)
 _LABEL = re.compile(r"^\W*answer\s*[:=-]\s*", re.IGNORECASE)
-_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
-_WORD = re.compile(r"[^\W_][\w'\u2019.-]*")
-_POSSESSIVE = re.compile(r"['\u2019]s$")
-_QUESTION_WORDS = frozenset(
-    ["what", "who", "whom", "whose", "which", "when", "where", "why", "how", "is", "was", "are", "were", "do", "does", "did", "the", "a", "an", "in", "of", "on", "at", "to", "for", "and", "or", "name", "list"])
 
 
 @dataclass(frozen=True)
@@ -244,24 +240,6 @@ def draft_from_memory(draft: Answer, memory: Reading, question: Question) -> boo
     if memory.status == UNREADABLE:
         return None
     return memory.status == ANSWERED and _same(memory.text, text, question)
-
-
-def question_anchors(question: str) -> list[str]:
-    """What names the question's subject: its quoted titles, then its capitalised words (a
-    possessive "'s" and question words left out) and numbers, in order, without repeats."""
-    anchors = [a or b for a, b in _QUOTED.findall(question)]
-    for word in _WORD.findall(question):
-        word = _POSSESSIVE.sub("", word).strip(".")
-        if word and word.lower() not in _QUESTION_WORDS and (word[0].isupper()
-                                                             or word[0].isdigit()):
-            anchors.append(word)
-    return list(dict.fromkeys(a for a in anchors if normalize_answer(a)))
-
-
-def anchor_coverage(anchors: list[str], passage: Passage) -> float:
-    """The share of `anchors` that `passage` (title and text) holds as whole tokens."""
-    text = f" {normalize_answer(passage.title + ' ' + passage.text)} "
-    return sum(f" {normalize_answer(a)} " in text for a in anchors) / len(anchors)
 
 
 def grounded(answer: str, text: str) -> bool:
@@ -417,10 +395,11 @@ class ConflictDetector:
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
             context = context_group(groups, answer, question)
-            on_subject = self._on_subject(question, groups, context, step)
+            anchors = question_anchors(question.text, [p.text for p in passages])
+            on_subject = self._on_subject(anchors, groups, context, step)
             off_subject = [p.id for g in groups if g not in on_subject for p in g.passages]
             compared = (on_subject if question.choices else
-                        self._with_versions(question, passages, groups, on_subject, step))
+                        self._with_versions(anchors, passages, groups, on_subject, step))
             self._passage_conflicts(question, evidence, compared, len(unread) > 0, step)
             self._memory_conflict(question, memory, confidence, completions[0].text,
                                   context if context in on_subject else None, on_subject,
@@ -446,13 +425,12 @@ class ConflictDetector:
     def _check(self, step: Step, kind: str, status: str, note: str = "") -> None:
         step.checks.append(ConflictCheck(kind, self.name, status, note))  # type: ignore[arg-type]
 
-    def _on_subject(self, question: Question, groups: list[AnswerGroup],
+    def _on_subject(self, anchors: list[str], groups: list[AnswerGroup],
                     context: AnswerGroup | None, step: Step) -> list[AnswerGroup]:
         """The groups that speak of what the question asks about: each group but the context's
         whose first passage holds enough of the question's anchors, and the context's when one
         of its passages does (see the module docstring)."""
         judged = [g for g in groups if g is not context]
-        anchors = question_anchors(question.text)
         if context is None or not judged or not anchors:
             return groups
         coverage = {id(g): anchor_coverage(anchors, g.passages[0]) for g in judged}
@@ -462,14 +440,13 @@ class ConflictDetector:
             "context": round(coverage[id(context)], 3)}
         return [g for g in groups if coverage[id(g)] >= self.subject_coverage]
 
-    def _with_versions(self, question: Question, passages: list[Passage],
+    def _with_versions(self, anchors: list[str], passages: list[Passage],
                        groups: list[AnswerGroup], on_subject: list[AnswerGroup], step: Step
                        ) -> list[AnswerGroup]:
         """The answer groups the passage conflicts compare: `on_subject`, with each version of
         an edited text that the readings do not set apart in a group of its own (see the module
         docstring), whose answer is the words its edits put in it."""
         owner = {p.id: g for g in groups for p in g.passages}
-        anchors = question_anchors(question.text)
 
         def on_topic(passage: Passage) -> bool:
             group = owner.get(passage.id)
