@@ -38,7 +38,9 @@ by `answer_tokens`:
    answers:
    - question vs passage, no model call: the question's anchors are its quoted titles, its
      capitalised words (names, places; question words left out) and its numbers (years);
-     the first passage of every answer group but the context's (one of the context's passages)
+     a question that capitalises nothing after its first word takes as names the words the
+     passages capitalise inside a sentence more often than not
+     (`faithrag.methods.subject_anchors`); the first passage of every answer group but the context's (one of the context's passages)
      must hold at least `subject_coverage` of them (SQuAD-normalised whole tokens, title
      included), else the group is off-subject (a lookalike: another year, another person with
      the same first name); its passages are set aside, named in the `low_relevance` check's
