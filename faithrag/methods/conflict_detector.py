@@ -40,12 +40,12 @@ by `answer_tokens`:
      capitalised words (names, places; question words left out) and its numbers (years);
      a question that capitalises nothing after its first word takes as names the words the
      passages capitalise inside a sentence more often than not
-     (`faithrag.methods.subject_anchors`); the first passage of every answer group but the context's (one of the context's passages)
-     must hold at least `subject_coverage` of them (SQuAD-normalised whole tokens, title
-     included), else the group is off-subject (a lookalike: another year, another person with
-     the same first name); its passages are set aside, named in the `low_relevance` check's
-     note, and never become a side (nor, the context's, set against memory). A question with
-     no anchor sets nothing aside;
+     (`faithrag.methods.subject_anchors`); the first passage of every answer group but the
+     context's (one of the context's passages) must hold at least `subject_coverage` of them
+     (SQuAD-normalised whole tokens, title included), else the group is off-subject (a
+     lookalike: another year, another person with the same first name); its passages are set
+     aside, named in the `low_relevance` check's note, and never become a side (nor, the
+     context's, set against memory). A question with no anchor sets nothing aside;
    - edited copies, with no model call: two groups whose passages include two that are one
      text with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its
      default settings) are versions of one document, so they speak of the same subject; such
