@@ -16,8 +16,10 @@ by `answer_tokens`:
    log-probability of the reply; below `memory_confidence` the model does not know (it guesses)
    and its answer is set against nothing.
 2. Reading, one request per passage that does not hold the draft answer (a passage that holds
-   it, `holds_draft`, gives the draft's answer and is not read), on the shared head: the passage's number and its first
-   words (so the model finds it among the others), then 'What answer to the question does
+   it, `holds_draft`, gives the draft's answer and is not read) and holds `subject_coverage` of
+   the question's anchors (step 4: any answer of a passage that does not would be set aside as
+   off-subject, so it is not read and is named off-subject), on the shared head: the passage's
+   number and its first words (so the model finds it among the others), then 'What answer to the question does
    passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED"
    if passage N does not give one.' (multiple choice: "<the text of one option>"), with token
    log-probs (recorded per passage: the reply's mean, `confidence`, and its least likely
@@ -170,7 +172,9 @@ ANSWERED = "answer"
 NO_ANSWER = "no_answer"
 UNGROUNDED = "ungrounded"  # an answer that its passage does not hold: the model's memory
 UNREADABLE = "unreadable"
+OFF_SUBJECT = "off_subject"  # not read: the passage lacks the question's anchors
 HOLDS_DRAFT = "(holds the draft answer: not read)"  # the raw reply recorded for such a passage
+NOT_READ = "(off-subject: not read)"  # and for a passage off the question's subject
 
 _NOT_IN_PASSAGE = re.compile(r"not[\s_-]*in[\s_-]*(?:the[\s_-]*|this[\s_-]*)?passage",
                              re.IGNORECASE)
@@ -368,7 +372,10 @@ class ConflictDetector:
                 passages = passages[:len(evidence.shown)]
             read = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
             draft = holds_draft(answer, question)
-            to_read = [n for n, p in enumerate(passages, 1) if not draft(p)]
+            anchors = question_anchors(question.text, [p.text for p in passages])
+            aside = [p.id for p in passages if not draft(p) and anchors
+                     and anchor_coverage(anchors, p) < self.subject_coverage]
+            to_read = [n for n, p in enumerate(passages, 1) if not draft(p) and p.id not in aside]
             requests = [self._memory_request(question)] + [
                 evidence.generation(read.format(n=n, start=evidence.start(n)),
                                     self.answer_tokens, "passage_answer") for n in to_read]
@@ -378,6 +385,7 @@ class ConflictDetector:
             replies = {passages[n - 1].id: c for n, c in zip(to_read, completions[1:])}
             readings = [(p, self._read(replies[p.id], question, step, f"answer from passage "
                                        f"{p.id}") if p.id in replies
+                         else Reading(OFF_SUBJECT) if p.id in aside
                          else Reading(ANSWERED, answer.text.strip())) for p in passages]
             if not question.choices:  # a reading its passage does not hold is not its answer
                 readings = [(p, Reading(UNGROUNDED, r.text) if p.id in replies
@@ -391,15 +399,19 @@ class ConflictDetector:
                            "confidence": None if confidence is None else round(confidence, 4)},
                 "passages": {p.id: {"status": r.status, "answer": r.text,
                                     "raw": replies[p.id].text.strip() if p.id in replies
-                                    else HOLDS_DRAFT,
+                                    else NOT_READ if p.id in aside else HOLDS_DRAFT,
                                     **(_reply_confidence(replies[p.id]) if p.id in replies
                                        else {})} for p, r in readings},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
+            if aside:
+                step.outputs["question_subject"] = {"anchors": anchors, "not_read": {
+                    p.id: round(anchor_coverage(anchors, p), 3) for p in passages
+                    if p.id in aside}}
             context = context_group(groups, answer, question)
-            anchors = question_anchors(question.text, [p.text for p in passages])
             on_subject = self._on_subject(anchors, groups, context, step)
-            off_subject = [p.id for g in groups if g not in on_subject for p in g.passages]
+            off_subject = aside + [p.id for g in groups if g not in on_subject
+                                   for p in g.passages]
             compared = (on_subject if question.choices else
                         self._with_versions(anchors, passages, groups, on_subject, step))
             self._passage_conflicts(question, evidence, compared, len(unread) > 0, step)
@@ -437,9 +449,9 @@ class ConflictDetector:
             return groups
         coverage = {id(g): anchor_coverage(anchors, g.passages[0]) for g in judged}
         coverage[id(context)] = max(anchor_coverage(anchors, p) for p in context.passages)
-        step.outputs["question_subject"] = {"anchors": anchors, "coverage": {
+        step.outputs.setdefault("question_subject", {"anchors": anchors}).update(coverage={
             g.passages[0].id: round(coverage[id(g)], 3) for g in judged},
-            "context": round(coverage[id(context)], 3)}
+            context=round(coverage[id(context)], 3))
         return [g for g in groups if coverage[id(g)] >= self.subject_coverage]
 
     def _with_versions(self, anchors: list[str], passages: list[Passage],
