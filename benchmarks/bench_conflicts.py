@@ -52,6 +52,17 @@ surface     RAMDocs answered two ways on the same items, from one run per item. 
             also score the sides: the share of misinformation documents that a passage
             conflict put on a side holding no correct document.
 
+replay      the detect step of recorded runs (`--records FILE`, records of the commands above)
+            on the current code, each model reply read back from its record (the closed-book
+            reply with its recorded confidence, each passage's reading, the same-subject
+            log-odds): no model is loaded. A record whose run never asked for a reply the
+            current code asks for (a passage it did not read, a pair it did not judge) is not
+            replayable. Writes OUT/replay.jsonl (per record: the conflicts, sides and checks
+            found, the readings asked for) and prints, per data set, how many outcomes equal
+            the recorded ones and the readings asked for against those recorded, so a rule
+            that needs no model call is measured on every recorded run; run it on two
+            checkouts and compare their replay.jsonl for what a change alone does.
+
 Splits: `--offset M` skips the first M items (pairs for `passages`; file positions for
 `ambiguity` and `surface`, so both read one range): thresholds are chosen on the first items
 (`thresholds` prints each flag at candidate values from a run's records) and reported on the
@@ -83,9 +94,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +111,12 @@ from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
 from faithrag.eval.stats import paired_difference, wilson_interval
 from faithrag.eval.suite_slices import passage_window, wrong_answers
-from faithrag.llm.base import LLM
+from faithrag.llm.base import LLM, ChoiceRequest, ChoiceScores, Completion
+from faithrag.llm.fake import FakeLLM
+from faithrag.methods.conflict_detector import ConflictDetector
 from faithrag.pipeline import Result, configure
 from faithrag.retrieval import InMemoryRetriever
-from faithrag.types import CONFLICT_KINDS, Passage, Question
+from faithrag.types import CONFLICT_KINDS, Answer, Passage, Question, Trace
 
 COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "lookalike", "surface")
 # RAMDocs' misinformation documents contradict its correct ones about the same subject: the
@@ -419,6 +434,92 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
                          f"{record['seconds']:.1f} s checks={record['checks']}")
 
 
+# ---------------------------------------------------------------- replay
+
+class NotRecorded(Exception):
+    """The current code asks the model for a reply the recorded run never asked for."""
+
+
+class RecordedReplies(FakeLLM):
+    """The replies of one recorded detect step, read back by what each request asks."""
+
+    def __init__(self, outputs: dict[str, Any], shown: list[str]):
+        self.outputs = outputs
+
+        def reply(request: Any) -> str:
+            if request.purpose == "memory_answer":
+                return outputs["memory"]["raw"]
+            number = int(re.findall(r'Passage (\d+) begins: "', request.messages[-1].content)[-1])
+            read = outputs["passages"].get(shown[number - 1])
+            if read is None or read["raw"].startswith("("):  # held the draft, or was not read
+                raise NotRecorded(f"no reading of {shown[number - 1]}")
+            return read["raw"]
+        super().__init__(reply)
+
+    def generate(self, requests: Any) -> list[Completion]:
+        confidence = self.outputs["memory"].get("confidence")
+        return [replace(c, token_logprobs=[confidence] * max(1, len(c.token_logprobs)))
+                if r.purpose == "memory_answer" and confidence is not None else c
+                for r, c in zip(requests, super().generate(requests))]
+
+    def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
+        same = self.outputs.get("same_subject")
+        if same is None:
+            raise NotRecorded("no same-subject judgement")
+        return replace(super().score_choices(request), logprobs=[same["log_odds"], 0.0])
+
+
+def replay(records: list[dict[str, Any]], data_dir: str | None, k: int, out: Path) -> str:
+    """The detect step of each record on the current code (see `replay` above); `k`: the
+    `passages` runs' window."""
+    cases: dict[tuple, Case] = {}
+    lines, rows = [], {}
+    for record in records:
+        if not record.get("detector") or record["command"] not in COMMANDS:
+            continue
+        command, dataset = record["command"], record["dataset"]
+        if (command, dataset, record["item"], record["variant"]) not in cases:
+            distractors = int(record["variant"].rsplit("_", 1)[1]) if command == "lookalike" \
+                else 16
+            cases.update({(command, dataset, c.item, c.variant): c for c in build_cases(
+                command, dataset, 10_000, data_dir, k, 0, distractors)})
+        case = cases[(command, dataset, record["item"], record["variant"])]
+        outputs = record["detector"]["outputs"]
+        given = {p.id: p for p in case.passages}
+        shown = [given[pid] for pid in outputs["passages"]]
+        llm = RecordedReplies(outputs, [p.id for p in shown])
+        trace = Trace()
+        row = rows.setdefault((command, dataset), Counter())
+        try:
+            found = ConflictDetector(llm).detect(
+                Question(case.question, id=case.item), shown,
+                Answer(record.get("plain_answer", record["answer"])), trace)
+        except NotRecorded:
+            row["not replayable"] += 1
+            continue
+        (step,) = trace.steps
+        kinds = sorted(c.kind for c in found)
+        asked = sum(1 for c in llm.calls if getattr(c, "purpose", "") == "passage_answer")
+        row["replayed"] += 1
+        row["as recorded"] += kinds == sorted(record["conflicts"])
+        row["readings recorded"] += sum(not r["raw"].startswith("(")
+                                        for r in outputs["passages"].values())
+        row["readings asked"] += asked
+        lines.append(json.dumps({
+            "command": command, "dataset": dataset, "item": record["item"],
+            "variant": record["variant"], "label": record.get("label"), "conflicts": kinds,
+            "sides": sorted([c.kind, sorted(s.answer for s in c.sides)] for c in found),
+            "checks": {c.kind: c.status for c in step.checks}, "readings": asked}) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "replay.jsonl").write_text("".join(lines))
+    table = [("| command | data set | replayed | not replayable | outcome as recorded | "
+              "readings asked / recorded |"), "|---|---|---:|---:|---:|---|"]
+    table += [f"| {command} | {dataset} | {r['replayed']} | {r['not replayable']} | "
+              f"{r['as recorded']} | {r['readings asked']} / {r['readings recorded']} |"
+              for (command, dataset), r in rows.items()]
+    return "\n".join(table)
+
+
 # ---------------------------------------------------------------- summaries
 
 def flag_status(checks: dict[str, str], kinds: Iterable[str]) -> str | None:
@@ -700,10 +801,12 @@ def summarize(out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=(*COMMANDS, "summary", "thresholds"),
+    parser.add_argument("command", choices=(*COMMANDS, "summary", "thresholds", "replay"),
                         help="the measurement to run ('summary': summarise --out only; "
                              "'thresholds': the flags at candidate thresholds, from --out's "
-                             "records)")
+                             "records; 'replay': --records' detect steps on this code)")
+    parser.add_argument("--records", type=Path, default=None,
+                        help="replay: a records.jsonl of earlier runs")
     parser.add_argument("--dataset", default=None,
                         help="memory: kre_musique|kre_squad; passages: kre_conflict_rank|"
                              "ramdocs_rank; poisoning: a hostile setting "
@@ -717,11 +820,17 @@ def main(argv: list[str] | None = None) -> None:
                              "split is the first items, the evaluation split the ones after it")
     parser.add_argument("--distractors", type=int, default=16,
                         help="lookalike: distractor passages added to each item's own")
-    parser.add_argument("-k", type=int, default=5, help="passages: the window of candidates")
+    parser.add_argument("-k", type=int, default=5,
+                        help="passages: the window of candidates (replay: the runs' window)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "thresholds":
         print(threshold_table(read_records(args.out / "records.jsonl")))
+        return
+    if args.command == "replay":
+        if args.records is None or not args.records.is_file():
+            parser.error("replay needs --records FILE (a records.jsonl of earlier runs)")
+        print(replay(read_records(args.records), args.data_dir, args.k, args.out))
         return
     if args.command != "summary":
         dataset = args.dataset or DEFAULT_DATASET[args.command]

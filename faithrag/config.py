@@ -143,8 +143,8 @@ class ConflictsConfig(Section):
     know it; below it the answer is a guess and no `context_vs_memory` conflict is reported"""
     subject_coverage: float = Field(0.6, ge=0.0, le=1.0)
     """the share of the question's anchors (quoted titles, capitalised words, numbers) a
-    dissenting passage must hold to speak of what the question asks; below it its answer is
-    off-subject (a lookalike) and set aside; lower it to set fewer aside"""
+    passage must hold to speak of what the question asks; below it the passage is not read and
+    a dissenting answer is off-subject (a lookalike) and set aside; lower it to set fewer aside"""
     same_subject_threshold: float = 0.5
     """below this log-odds of "same subject" the disagreement is reported as `ambiguous` (both
     answers may be right), otherwise as `passage_vs_passage`; lower it for fewer, surer

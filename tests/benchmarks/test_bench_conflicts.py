@@ -447,6 +447,31 @@ def test_run_ambiguity_reads_an_item_surface_ran_and_agrees_with_running_it(
     assert read[0]["checks"]["ambiguous"] == "conflict"
 
 
+def test_replay_reads_every_reply_back_and_finds_what_the_run_found(tmp_path, write_data_dir):
+    root = write_data_dir(tmp_path / "data", "ramdocs",
+                          [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"]),
+                           ramdocs(1, ["Mutemath"], ["The Beatles"])])
+    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
+                                 "Beatles did": "The Beatles"}))
+    llm.score_choices = different_subjects(llm.score_choices)
+    out = tmp_path / "out"
+    out.mkdir()
+    bench.run("surface", bench.surface_cases(2, str(root)), llm, {"use_cache": False}, out,
+              lambda line: None)
+    records = bench.read_records(out / "records.jsonl")
+    table = bench.replay(records, str(root), 5, tmp_path / "replay")
+    replayed = bench.read_records(tmp_path / "replay" / "replay.jsonl")
+    assert [r["conflicts"] for r in replayed] == [sorted(r["conflicts"]) for r in records]
+    assert [r["readings"] for r in replayed] == [
+        sum(not p["raw"].startswith("(") for p in r["detector"]["outputs"]["passages"].values())
+        for r in records]
+    assert "| surface | ramdocs | 2 | 0 | 2 |" in table
+    # a run that never asked for a reading the code asks for cannot be replayed
+    records[0]["detector"]["outputs"]["passages"]["ramdocs::0#c1"]["raw"] = "(not read)"
+    assert "| surface | ramdocs | 1 | 1 | 1 |" in bench.replay(records, str(root), 5,
+                                                                tmp_path / "again")
+
+
 def test_main_rejects_a_dataset_the_measurement_does_not_take(tmp_path):
     with pytest.raises(SystemExit):
         bench.main(["memory", "--dataset", "ramdocs", "--out", str(tmp_path)])
