@@ -567,13 +567,13 @@ class ConflictDetector:
                                                                from_memory is False):
             self._check(step, kind, "no_conflict", note)
         elif some_unread or (passages and from_memory is None):
-            self._check(step, kind, "could_not_tell")
+            self._check(step, kind, "could_not_tell", note)
         else:
             sides = [ConflictSide("", excerpt(p.text), [p.id], p.source) for p in passages]
             reason = ("no passage answers the question" if passages else
                       "there were no passages")
             step.conflicts.append(Conflict(kind, self.name, sides, "reported", None, reason))
-            self._check(step, kind, "conflict")
+            self._check(step, kind, "conflict", note)
 
 
 @register("detector", "conflicts",

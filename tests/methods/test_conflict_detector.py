@@ -386,6 +386,18 @@ def test_a_draft_inside_a_range_a_passage_gives_is_read_not_held():
     assert step.outputs["passages"]["n2"]["status"] == NO_ANSWER
 
 
+def test_passages_none_of_which_speaks_of_the_subject_are_not_read_and_low_relevance():
+    truce = [LOOKALIKE, replace(LOOKALIKE, id="p5", text="The Beatles recorded Truce in 1970.")]
+    llm = Scripted(memory="Queen", readings={"p4": "The Beatles", "p5": "The Beatles"})
+    conflicts, step = detect(llm, passages=truce, draft="Queen")
+    assert [r.purpose for r in llm.generate_calls[0]] == ["memory_answer"]  # nothing read
+    (conflict,) = conflicts
+    assert conflict.kind == "low_relevance"
+    assert [s.passages for s in conflict.sides] == [["p4"], ["p5"]]
+    (low,) = [c for c in step.checks if c.kind == "low_relevance"]
+    assert low.note == "off-subject (set aside): p4, p5"
+
+
 def test_no_passages_at_all_is_low_relevance_with_no_sides():
     conflicts, _ = detect(Scripted(), passages=[])
     assert [(c.kind, c.sides) for c in conflicts] == [("low_relevance", [])]
