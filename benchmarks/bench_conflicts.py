@@ -444,12 +444,12 @@ class RecordedReplies(FakeLLM):
     """The replies of one recorded detect step, read back by what each request asks."""
 
     def __init__(self, outputs: dict[str, Any], shown: list[str]):
-        self.outputs = outputs
+        self.outputs, self.shown = outputs, shown
 
         def reply(request: Any) -> str:
             if request.purpose == "memory_answer":
                 return outputs["memory"]["raw"]
-            number = int(re.findall(r'Passage (\d+) begins: "', request.messages[-1].content)[-1])
+            number = self._numbers(request)[-1]
             read = outputs["passages"].get(shown[number - 1])
             if read is None or read["raw"].startswith("("):  # held the draft, or was not read
                 raise NotRecorded(f"no reading of {shown[number - 1]}")
@@ -462,10 +462,17 @@ class RecordedReplies(FakeLLM):
                 if r.purpose == "memory_answer" and confidence is not None else c
                 for r, c in zip(requests, super().generate(requests))]
 
+    @staticmethod
+    def _numbers(request: Any) -> list[int]:
+        """The passage numbers the request's instruction quotes, in order."""
+        return [int(n) for n in re.findall(r'Passage (\d+) begins: "',
+                                           request.messages[-1].content)]
+
     def score_choices(self, request: ChoiceRequest) -> ChoiceScores:
         same = self.outputs.get("same_subject")
-        if same is None:
-            raise NotRecorded("no same-subject judgement")
+        pair = {self.shown[n - 1] for n in self._numbers(request)[-2:]}
+        if same is None or pair != set(same["pair"]):
+            raise NotRecorded("no same-subject judgement of this pair")
         return replace(super().score_choices(request), logprobs=[same["log_odds"], 0.0])
 
 
