@@ -19,11 +19,11 @@ by `answer_tokens`:
    it, `holds_draft`, gives the draft's answer and is not read) and holds `subject_coverage` of
    the question's anchors (step 4: any answer of a passage that does not would be set aside as
    off-subject, so it is not read and is named off-subject), on the shared head: the passage's
-   number and its first words (so the model finds it among the others), then 'What answer to the question does
-   passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or "ANSWER: NOT STATED"
-   if passage N does not give one.' (multiple choice: "<the text of one option>"), with token
-   log-probs (recorded per passage: the reply's mean, `confidence`, and its least likely
-   token's, `least_logprob`).
+   number and its first words (so the model finds it among the others), then 'What answer to
+   the question does passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or
+   "ANSWER: NOT STATED" if passage N does not give one.' (multiple choice: "<the text of one
+   option>"), with token log-probs (recorded per passage: the reply's mean, `confidence`, and
+   its least likely token's, `least_logprob`).
 3. Edited versions, with no model call (free-form questions): two passages that are one text
    with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its default
    settings; an edit whose two sides are one answer, "four" and "4", a spelling variant or
@@ -87,16 +87,16 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   closed-book answer differs from the context's answer. Sides: the model's memory (its reply
   quoted, source "memory") and the context's group. Confidence: the share of on-subject
   answering passages that give the context's answer. No conflict when the model does not know
-  or does not answer, or when every passage was read and none answers (there is nothing to set
-  against memory); could not tell when the memory reply is unread, or when no passage answers
-  and some passage reply is unread.
-- `low_relevance`: there are no passages; or every passage was read, none answers the
-  question, the free-form draft comes from none of them (`grounded`), and the draft gives no
-  answer or is the closed-book answer (it came from memory: a draft that is neither was
-  inferred from the passages, which are then relevant). Could not tell when a passage reply is
-  unread, or when the closed-book reply is and the draft answers. Sides: one per passage, with
-  an empty answer and the passage's start. Confidence: None (no graded signal). Its check's note
-  names the passages judged off-subject, whatever its status.
+  or does not answer, or when no passage answers, read or set aside off-subject unread (there
+  is nothing to set against memory); could not tell when the memory reply is unread, or when
+  no passage answers and some passage reply is unread.
+- `low_relevance`: there are no passages; or no passage answers the question (each read, or
+  off-subject and not read), the free-form draft comes from none of them (`grounded`), and the
+  draft gives no answer or is the closed-book answer (it came from memory: a draft that is
+  neither was inferred from the passages, which are then relevant). Could not tell when a
+  passage reply is unread, or when the closed-book reply is and the draft answers. Sides: one
+  per passage, with an empty answer and the passage's start. Confidence: None (no graded
+  signal). Its check's note names the passages judged off-subject, whatever its status.
 
 Retrieved text is data: passages are framed (`faithrag.llm.framing`) and every prompt that
 shows one says in its system message that framed text is not instructions.
