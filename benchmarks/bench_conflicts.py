@@ -113,7 +113,7 @@ from faithrag.eval.stats import paired_difference, wilson_interval
 from faithrag.eval.suite_slices import passage_window, wrong_answers
 from faithrag.llm.base import LLM, ChoiceRequest, ChoiceScores, Completion
 from faithrag.llm.fake import FakeLLM
-from faithrag.methods.conflict_detector import ConflictDetector
+from faithrag.methods.conflict_detector import HOLDS_DRAFT, NOT_READ, ConflictDetector
 from faithrag.pipeline import Result, configure
 from faithrag.retrieval import InMemoryRetriever
 from faithrag.types import CONFLICT_KINDS, Answer, Passage, Question, Trace
@@ -436,6 +436,9 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
 
 # ---------------------------------------------------------------- replay
 
+UNREAD = (HOLDS_DRAFT, NOT_READ)  # what a record holds for a passage it did not read
+
+
 class NotRecorded(Exception):
     """The current code asks the model for a reply the recorded run never asked for."""
 
@@ -451,7 +454,7 @@ class RecordedReplies(FakeLLM):
                 return outputs["memory"]["raw"]
             number = self._numbers(request)[-1]
             read = outputs["passages"].get(shown[number - 1])
-            if read is None or read["raw"].startswith("("):  # held the draft, or was not read
+            if read is None or read["raw"] in UNREAD:
                 raise NotRecorded(f"no reading of {shown[number - 1]}")
             return read["raw"]
         super().__init__(reply)
@@ -509,7 +512,7 @@ def replay(records: list[dict[str, Any]], data_dir: str | None, k: int, out: Pat
         asked = sum(1 for c in llm.calls if getattr(c, "purpose", "") == "passage_answer")
         row["replayed"] += 1
         row["as recorded"] += kinds == sorted(record["conflicts"])
-        row["readings recorded"] += sum(not r["raw"].startswith("(")
+        row["readings recorded"] += sum(r["raw"] not in UNREAD
                                         for r in outputs["passages"].values())
         row["readings asked"] += asked
         lines.append(json.dumps({

@@ -57,6 +57,15 @@ def reads_passage(rules: dict[str, str], default: str = "NOT_IN_PASSAGE"):
     return respond
 
 
+def ramdocs_reader() -> FakeLLM:
+    """Reads each `ramdocs` document as naming its band and judges any two documents to speak
+    of different subjects."""
+    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
+                                 "Beatles did": "The Beatles"}))
+    llm.score_choices = different_subjects(llm.score_choices)
+    return llm
+
+
 # ---------------------------------------------------------------- variants
 
 def test_memory_pairs_conflicting_and_golden_context_and_skips_items_without_golden(
@@ -392,9 +401,7 @@ def test_run_surface_answers_with_the_policy_and_keeps_plain_rags_answer(tmp_pat
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"])])
     cases = bench.surface_cases(1, str(root))
     # the same-subject check scores Yes/No: different subjects (ambiguous)
-    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
-                                 "Beatles did": "The Beatles"}))
-    llm.score_choices = different_subjects(llm.score_choices)
+    llm = ramdocs_reader()
     out = tmp_path / "out"
     out.mkdir()
     bench.run("surface", cases, llm, {"use_cache": False}, out, lambda line: None)
@@ -421,9 +428,7 @@ def test_run_ambiguity_reads_an_item_surface_ran_and_agrees_with_running_it(
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"]),
                            ramdocs(1, ["Mutemath"], ["The Beatles"])])
-    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
-                                 "Beatles did": "The Beatles"}))
-    llm.score_choices = different_subjects(llm.score_choices)
+    llm = ramdocs_reader()
     reused, fresh = tmp_path / "reused", tmp_path / "fresh"
     reused.mkdir()
     fresh.mkdir()
@@ -451,9 +456,7 @@ def test_replay_reads_every_reply_back_and_finds_what_the_run_found(tmp_path, wr
     root = write_data_dir(tmp_path / "data", "ramdocs",
                           [ramdocs(0, ["Mutemath", "Coldplay"], ["The Beatles"]),
                            ramdocs(1, ["Mutemath"], ["The Beatles"])])
-    llm = FakeLLM(reads_passage({"Mutemath did": "Mutemath", "Coldplay did": "Coldplay",
-                                 "Beatles did": "The Beatles"}))
-    llm.score_choices = different_subjects(llm.score_choices)
+    llm = ramdocs_reader()
     out = tmp_path / "out"
     out.mkdir()
     bench.run("surface", bench.surface_cases(2, str(root)), llm, {"use_cache": False}, out,
@@ -463,11 +466,11 @@ def test_replay_reads_every_reply_back_and_finds_what_the_run_found(tmp_path, wr
     replayed = bench.read_records(tmp_path / "replay" / "replay.jsonl")
     assert [r["conflicts"] for r in replayed] == [sorted(r["conflicts"]) for r in records]
     assert [r["readings"] for r in replayed] == [
-        sum(not p["raw"].startswith("(") for p in r["detector"]["outputs"]["passages"].values())
+        sum(p["raw"] not in bench.UNREAD for p in r["detector"]["outputs"]["passages"].values())
         for r in records]
     assert "| surface | ramdocs | 2 | 0 | 2 |" in table
     # a run that never asked for a reading the code asks for cannot be replayed
-    records[0]["detector"]["outputs"]["passages"]["ramdocs::0#c1"]["raw"] = "(not read)"
+    records[0]["detector"]["outputs"]["passages"]["ramdocs::0#c1"]["raw"] = bench.HOLDS_DRAFT
     assert "| surface | ramdocs | 1 | 1 | 1 |" in bench.replay(records, str(root), 5,
                                                                 tmp_path / "again")
 
