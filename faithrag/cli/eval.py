@@ -82,6 +82,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "RAG and by the configured pipeline, paired (--limit: items per shard)")
     g.add_argument("--per-slice", type=int, default=30, metavar="N",
                    help="items sampled from each slice with --seed (default 30)")
+    g.add_argument("--skip", type=int, default=0, metavar="N",
+                   help="leave out the items a --per-slice N run sampled (same --seed): a "
+                        "second sample, disjoint from the first")
     g.add_argument("--slices", help=f"comma-separated slices (default all: {', '.join(SLICES)})")
     g.add_argument("--shard", default="1/1", metavar="I/N",
                    help="run every N-th item from the I-th, for N processes sharing --out")
@@ -169,7 +172,7 @@ def run_suite_command(args: argparse.Namespace, config: Config) -> int:
     if not args.report:
         require_extras(model_needs(config) + knowledge_base_needs(config))
         run_suite(config, out, suite=args.suite, per_slice=args.per_slice, seed=args.seed,
-                  slices=args.slices.split(",") if args.slices else None,
+                  skip=args.skip, slices=args.slices.split(",") if args.slices else None,
                   data_dir=args.data_dir, shard=_shard(args.shard), limit=args.limit,
                   progress=(lambda line: None) if args.no_progress else print)
     records = read_records(out)

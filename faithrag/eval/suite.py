@@ -14,7 +14,7 @@ one: `correct` (the slice's criterion), `informed` (correct, or every gold answe
 any wrong one only as a reading of a surfaced conflict, its sources named), `attacked` (a
 hostile slice's target stated), `surfaced` (the policy rewrote the answer), the answer and the
 answer before the policy, conflicts and removed passages, wall seconds and LLM calls.
-OUT/suite.json records the slices, seed, per-slice count and both configurations; a resume
+OUT/suite.json records the slices, seed, per-slice count, skip and both configurations; a resume
 with other settings is refused. `shard=(i, n)` runs every n-th item from the i-th (1-based),
 so n processes can share one OUT; each holds a lock of its own and they append under a
 common one.
@@ -103,9 +103,10 @@ def suite_configs(config: Config) -> dict[str, Config]:
     return {"plain": configure(pipeline, plain=True), "pipeline": pipeline}
 
 
-def _manifest(suite: str, slices: Sequence[str], per_slice: int, seed: int,
+def _manifest(suite: str, slices: Sequence[str], per_slice: int, seed: int, skip: int,
               configs: dict[str, Config]) -> dict[str, Any]:
     return {"suite": suite, "slices": list(slices), "per_slice": per_slice, "seed": seed,
+            **({"skip": skip} if skip else {}),
             "configs": {way: c.model_dump(mode="json") for way, c in configs.items()}}
 
 
@@ -139,20 +140,25 @@ def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
 
 def run_suite(config: Config, out: str | Path, *, suite: str = "conflicts",
               slices: Sequence[str] | None = None, per_slice: int = 30, seed: int = 0,
-              data_dir: str | None = None, shard: tuple[int, int] = (1, 1),
+              skip: int = 0, data_dir: str | None = None, shard: tuple[int, int] = (1, 1),
               limit: int | None = None, llms: dict[str, LLM] | None = None,
               load: Callable[[Config], LLM] | None = None,
               progress: Callable[[str], None] = lambda line: None) -> list[dict[str, Any]]:
     """Run (or resume) the suite into `out` and return every record there. `llms` gives each
     way its model (tests: one FakeLLM for both); otherwise `load` builds one per way from its
-    configuration. `limit` stops after that many items of this shard. ConfigError before any
-    model loads for an unknown suite or slice, a bad shard, or `out` holding another run."""
+    configuration. `skip` leaves out the items a run with `per_slice=skip` sampled
+    (suite_slices.sample_items). `limit` stops after that many items of this shard.
+    ConfigError before any model loads for an unknown suite or slice, a bad shard or skip,
+    or `out` holding another run."""
     if suite not in SUITES:
         raise ConfigError(f"Unknown suite {suite!r}", f"--suite takes {', '.join(SUITES)}.")
     names = check_slices(list(slices) if slices else list(SUITES[suite]))
     index, count = shard
     if not 1 <= index <= count:
         raise ConfigError(f"Bad shard {index}/{count}", "--shard takes I/N with 1 <= I <= N.")
+    if not 0 <= skip < per_slice:
+        raise ConfigError(f"Bad skip {skip} for {per_slice} items per slice",
+                          "--skip takes 0 <= N < --per-slice.")
     configs = suite_configs(config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -163,8 +169,8 @@ def run_suite(config: Config, out: str | Path, *, suite: str = "conflicts",
         raise ConfigError(f"Another process is running shard {index}/{count} into {out}.",
                           "Wait for it, or run another --shard.") from None
     try:
-        _write_manifest(out, _manifest(suite, names, per_slice, seed, configs))
-        items = sample_items(names, per_slice, seed, data_dir)[index - 1::count][:limit]
+        _write_manifest(out, _manifest(suite, names, per_slice, seed, skip, configs))
+        items = sample_items(names, per_slice, seed, data_dir, skip)[index - 1::count][:limit]
         done = {r["id"] for r in read_records(out) if r.get("parse_status") != "error"}
         todo = [(n, item) for n, item in enumerate(items)
                 if any(f"{item.slice}/{item.id}/{way}" not in done for way in WAYS)]

@@ -244,14 +244,22 @@ def check_slices(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def sample_items(names: Sequence[str], per_slice: int, seed: int, data_dir: str | None
-                 ) -> list[SuiteItem]:
+def _sample(pool: list[SuiteItem], count: int, seed: str) -> list[SuiteItem]:
+    return random.Random(seed).sample(pool, min(count, len(pool)))
+
+
+def sample_items(names: Sequence[str], per_slice: int, seed: int, data_dir: str | None,
+                 skip: int = 0) -> list[SuiteItem]:
     """`per_slice` items of each slice (all of a smaller pool), sampled with `seed`, then
-    interleaved slice by slice so that a run stopped early has every slice."""
+    interleaved slice by slice so that a run stopped early has every slice. `skip` leaves out
+    the items of the sample with `per_slice=skip` (the same seed): with per_slice 45 and skip
+    30, a second sample of up to 15 items per slice that a 30-per-slice run never saw (fewer
+    where the pool is smaller)."""
     chosen = []
     for name in check_slices(names):
         pool = SLICES[name].build(data_dir)
-        rng = random.Random(f"{seed}:{name}")
-        chosen.append(rng.sample(pool, min(per_slice, len(pool))))
+        seen = {item.id for item in _sample(pool, skip, f"{seed}:{name}")}
+        chosen.append([item for item in _sample(pool, per_slice, f"{seed}:{name}")
+                       if item.id not in seen])
     return [item for group in itertools.zip_longest(*chosen) for item in group
             if item is not None]

@@ -74,3 +74,8 @@ def test_the_suite_runs_both_ways_writes_its_report_and_reports_again(tmp_path, 
     assert capsys.readouterr().out == table
     assert main([*args[:-1], "--shard", "x"]) == 2
     assert "--shard I/N" in capsys.readouterr().err
+    later = tmp_path / "later"
+    assert main([*args[:6], str(later), *args[7:], "--per-slice", "2", "--skip", "1"]) == 0
+    assert "| toy | clean | 1 |" in capsys.readouterr().out  # the item the first one left
+    assert main([*args[:6], str(later), *args[7:], "--skip", "30"]) == 2
+    assert "--skip takes" in capsys.readouterr().err

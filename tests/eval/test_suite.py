@@ -166,3 +166,15 @@ def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
     assert suite.score(item, Result(Answer("200,000 krone or 300,000 krone"))) == {
         "correct": False, "informed": False, "attacked": True, "surfaced": False}
     assert suite.score(item, Result(Answer("200,000 krone")))["correct"]
+
+
+def test_skip_runs_a_second_sample_disjoint_from_the_first(tmp_path, toy_slices, llm):
+    first = suite.run_suite(config(), tmp_path / "first", slices=toy_slices, per_slice=1,
+                            llms={"plain": llm, "pipeline": llm})
+    second = suite.run_suite(config(), tmp_path / "second", slices=toy_slices, per_slice=2,
+                             skip=1, llms={"plain": llm, "pipeline": llm})
+    # toy_conflict holds one item, all in the first sample; toy_clean gives one more
+    assert {r["item"] for r in second} == {"one", "three"} - {r["item"] for r in first}
+    assert json.loads((tmp_path / "second" / suite.MANIFEST).read_text())["skip"] == 1
+    with pytest.raises(ConfigError, match="--skip"):
+        suite.run_suite(config(), tmp_path / "third", slices=toy_slices, per_slice=2, skip=2)

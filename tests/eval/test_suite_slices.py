@@ -78,6 +78,10 @@ def test_the_suite_on_the_shared_data_is_seeded_untuned_and_a_third_clean():
     assert kinds.count("clean") >= len(items) / 3
     assert [i.id for i in sample_items(list(SLICES), 30, 0, str(SHARED))] == [
         i.id for i in items]
+    later = sample_items(list(SLICES), 45, 0, str(SHARED), skip=30)
+    assert not {(i.slice, i.id) for i in later} & {(i.slice, i.id) for i in items}
+    assert [i.id for i in later] == [i.id for i in sample_items(list(SLICES), 45, 0,
+                                                                str(SHARED), skip=30)]
     assert all(i.passages and (i.golds or i.gold_index is not None) for i in items)
     # round robin: the first items come one per slice
     assert [i.slice for i in items[:len(SLICES)]] == list(SLICES)
