@@ -373,8 +373,9 @@ class ConflictDetector:
             read = READ_MULTIPLE_CHOICE if question.choices else READ_FREE_FORM
             draft = holds_draft(answer, question)
             anchors = question_anchors(question.text, [p.text for p in passages])
-            aside = [p.id for p in passages if not draft(p) and anchors
-                     and anchor_coverage(anchors, p) < self.subject_coverage]
+            not_read = {p.id: round(coverage, 3) for p in passages if anchors and not draft(p)
+                        and (coverage := anchor_coverage(anchors, p)) < self.subject_coverage}
+            aside = list(not_read)
             to_read = [n for n, p in enumerate(passages, 1) if not draft(p) and p.id not in aside]
             requests = [self._memory_request(question)] + [
                 evidence.generation(read.format(n=n, start=evidence.start(n)),
@@ -404,10 +405,8 @@ class ConflictDetector:
                                        else {})} for p, r in readings},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
-            if aside:
-                step.outputs["question_subject"] = {"anchors": anchors, "not_read": {
-                    p.id: round(anchor_coverage(anchors, p), 3) for p in passages
-                    if p.id in aside}}
+            if not_read:
+                step.outputs["question_subject"] = {"anchors": anchors, "not_read": not_read}
             context = context_group(groups, answer, question)
             on_subject = self._on_subject(anchors, groups, context, step)
             off_subject = aside + [p.id for g in groups if g not in on_subject
