@@ -7,8 +7,9 @@ items in file order (`passages`: in turn per source), `--limit N` per class, cac
 Passages are given to the pipeline directly (no retrieval step), so both variants of an item
 differ only in the evidence below.
 
-memory      context vs memory. KRE items (`--dataset kre_musique` or `kre_squad`), free-form
-            question. Positive: the item's `context` (it contradicts the memorised answer).
+memory      context vs memory, with the detector's memory check on (`conflicts.memory_check`;
+            the other measurements run the defaults, where it is off). KRE items
+            (`--dataset kre_musique` or `kre_squad`), free-form question. Positive: the item's `context` (it contradicts the memorised answer).
             Negative: its golden, non-conflicting context (`meta.golden_context`). Items
             without a golden context are skipped. Flag: the `context_vs_memory` check.
 passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
@@ -58,8 +59,9 @@ replay      the detect step of recorded runs (`--records FILE`, records of the c
             log-odds): no model is loaded. A record whose run never asked for a reply the
             current code asks for (a passage it did not read, a pair it did not judge) is not
             replayable. Writes OUT/replay.jsonl (per record: the conflicts, sides and checks
-            found, the readings asked for) and prints, per data set, how many outcomes equal
-            the recorded ones and the readings asked for against those recorded, so a rule
+            found, the readings asked for, whether the closed-book question was asked) and
+            prints, per data set, how many outcomes equal the recorded ones and the readings
+            asked for against those recorded, so a rule
             that needs no model call is measured on every recorded run; run it on two
             checkouts and compare their replay.jsonl for what a change alone does.
 
@@ -149,6 +151,7 @@ WAYS: dict[str, dict[str, str]] = {
 }
 SURFACE_SHARES = ("plain", "surface")  # the strict shares `surface` reports
 DETECT = {"method": "vanilla", "detect": "conflicts"}
+MEMORY_CHECK = {"conflicts__memory_check": True}  # `memory` measures the opt-in memory check
 
 
 # subsets summarised in rows of their own, besides all items: name -> whether a record is in it
@@ -413,7 +416,8 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
     done = {record_key(r) for r in records}
     surfaced = {r["item"]: r for r in records
                 if r["command"] == "surface" and r["way"] == "surface"}
-    ways = WAYS if command == "surface" else {None: DETECT}
+    ways = WAYS if command == "surface" else {
+        None: {**DETECT, **MEMORY_CHECK} if command == "memory" else DETECT}
     pipelines = {way: Pipeline.from_parts(configure(None, plain=True, **settings, **stages), llm)
                  for way, stages in ways.items()}
     with path.open("a") as sink:
@@ -451,6 +455,8 @@ class RecordedReplies(FakeLLM):
 
         def reply(request: Any) -> str:
             if request.purpose == "memory_answer":
+                if "memory" not in outputs:
+                    raise NotRecorded("no closed-book reply")
                 return outputs["memory"]["raw"]
             number = self._numbers(request)[-1]
             read = outputs["passages"].get(shown[number - 1])
@@ -460,7 +466,7 @@ class RecordedReplies(FakeLLM):
         super().__init__(reply)
 
     def generate(self, requests: Any) -> list[Completion]:
-        confidence = self.outputs["memory"].get("confidence")
+        confidence = self.outputs.get("memory", {}).get("confidence")
         return [replace(c, token_logprobs=[confidence] * max(1, len(c.token_logprobs)))
                 if r.purpose == "memory_answer" and confidence is not None else c
                 for r, c in zip(requests, super().generate(requests))]
@@ -501,7 +507,7 @@ def replay(records: list[dict[str, Any]], data_dir: str | None, k: int, out: Pat
         trace = Trace()
         row = rows.setdefault((command, dataset), Counter())
         try:
-            found = ConflictDetector(llm).detect(
+            found = ConflictDetector(llm, memory_check=command == "memory").detect(
                 Question(case.question, id=case.item), shown,
                 Answer(record.get("plain_answer", record["answer"])), trace)
         except NotRecorded:
@@ -519,7 +525,9 @@ def replay(records: list[dict[str, Any]], data_dir: str | None, k: int, out: Pat
             "command": command, "dataset": dataset, "item": record["item"],
             "variant": record["variant"], "label": record.get("label"), "conflicts": kinds,
             "sides": sorted([c.kind, sorted(s.answer for s in c.sides)] for c in found),
-            "checks": {c.kind: c.status for c in step.checks}, "readings": asked}) + "\n")
+            "checks": {c.kind: c.status for c in step.checks}, "readings": asked,
+            "closed_book": any(getattr(c, "purpose", "") == "memory_answer"
+                               for c in llm.calls)}) + "\n")
     out.mkdir(parents=True, exist_ok=True)
     (out / "replay.jsonl").write_text("".join(lines))
     table = [("| command | data set | replayed | not replayable | outcome as recorded | "

@@ -138,6 +138,10 @@ class ConflictsConfig(Section):
     answers are off-subject and whether the rest speak of one subject (log-odds of "Yes",
     scored after the passages, as the detector asks it)."""
 
+    memory_check: bool = False
+    """ask the model the question closed-book (one more short call per question) and report
+    `context_vs_memory` when it knows an answer the passages contradict; off, the closed-book
+    call is made only when `low_relevance` turns on it and `context_vs_memory` is not checked"""
     memory_confidence: float = -0.3
     """the closed-book answer's mean token log-probability from which the model is taken to
     know it; below it the answer is a guess and no `context_vs_memory` conflict is reported"""

@@ -10,11 +10,11 @@ then `plain_answer.passages_head`: all passages, then the question) and marks th
 prefix, so after the plain answer a backend that keeps prefixes (llama.cpp) reads the evidence
 once; each request then adds only a short instruction. Model calls, all greedy, answers bounded
 by `answer_tokens`:
-1. Memory, in the same `generate()` call as the readings: the question alone (no passages),
-   "Answer with a short phrase only, no explanation." (multiple choice: "Answer with the text of
-   exactly one option, nothing else."), with token log-probs. Its confidence is the mean token
-   log-probability of the reply; below `memory_confidence` the model does not know (it guesses)
-   and its answer is set against nothing.
+1. Memory, with `memory_check` (batched with the readings), else only when `low_relevance`
+   needs it (no passage answers, and the draft gives an answer none holds): the question alone,
+   "Answer with a short phrase only, no explanation." (multiple choice: "Answer with the text
+   of exactly one option, nothing else."), with token log-probs. Its confidence is the reply's
+   mean token log-probability; below `memory_confidence` the model guesses (set against nothing).
 2. Reading, one request per passage that does not hold the draft answer (a passage that holds
    it, `holds_draft`, gives the draft's answer and is not read) and holds `subject_coverage` of
    the question's anchors (step 4: any answer of a passage that does not would be set aside as
@@ -39,10 +39,9 @@ by `answer_tokens`:
 4. On the subject, only when the passages (with those versions) give two or more different
    answers:
    - question vs passage, no model call: the question's anchors are its quoted titles, its
-     capitalised words (names, places; question words left out) and its numbers (years);
-     a question that capitalises nothing after its first word takes as names the words the
-     passages capitalise inside a sentence more often than not
-     (`faithrag.methods.subject_anchors`); the first passage of every answer group but the
+     capitalised words (question words left out) and numbers; a question that capitalises
+     nothing after its first word takes as names the words its passages capitalise inside a
+     sentence more often than not (`faithrag.methods.subject_anchors`); the first passage of every answer group but the
      context's (one of the context's passages) must hold at least `subject_coverage` of them
      (SQuAD-normalised whole tokens, title included), else the group is off-subject (a
      lookalike: another year, another person with the same first name); its passages are set
@@ -56,17 +55,18 @@ by `answer_tokens`:
      subjects are left: of the two largest groups standing for them, do their first passages
      speak of the same subject? The log-odds of "Yes", averaged over both orders, below
      `same_subject_threshold` means different subjects that share the question's name.
-So a question costs one `generate()` call with at most k + 1 short requests, plus one scoring
-call of two requests when on-subject passages of different documents disagree.
+So a question costs one `generate()` call of at most k short requests (k + 1 with
+`memory_check`), plus a scoring call of two when on-subject passages of different documents
+disagree, or a closed-book request when no passage answers.
 
 Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
 markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
-underscores) or another way of saying the text does not give the answer ("not mentioned",
-"unknown", "I don't know") is no answer. A reply that is empty, has no letter or digit, or was
-cut at its token budget is unreadable. For multiple choice the answer must name exactly one
-option (`match_choice`), else it is unreadable. A free-form reading must come from its passage
-(`grounded`: at least half of its words occur there, or it is a yes/no answer); otherwise it was
-read from another passage or from memory and counts as no answer (status "ungrounded").
+underscores) or another "not given" ("not mentioned", "unknown", "I don't know") is no
+answer. A reply that is empty, has no letter or digit, or was cut at its token budget is
+unreadable. For multiple choice the answer must name exactly one option (`match_choice`), else
+it is unreadable. A free-form reading must come from its passage (`grounded`: at least half of
+its words occur there, or it is a yes/no answer); else it was read from another passage or from
+memory and counts as no answer (status "ungrounded").
 Two answers are the same when faithrag.answers.compare_answers says they agree (multiple
 choice: the same option): "1887" and "May 1887" are one answer, "8,849 m" and "5,200 m" two.
 Passages are grouped by their answer, in passage order; the context's answer is the largest
@@ -83,23 +83,21 @@ an unreadable reply never counts as "no_conflict", and each is warned about on t
   start, bounded), their ids and sources. Confidence: the share of the sides' passages outside
   the largest side (a lone dissenter among five is 0.2; an even split of two is 0.5). One group
   (or none), and some passage reply unread → could_not_tell; otherwise no_conflict.
-- `context_vs_memory`: the model knows (confidence at least `memory_confidence`) and its
-  closed-book answer differs from the context's answer. Sides: the model's memory (its reply
-  quoted, source "memory") and the context's group. Confidence: the share of on-subject
-  answering passages that give the context's answer. No conflict when the model does not know
-  or does not answer, or when no passage answers, read or set aside off-subject unread (there
-  is nothing to set against memory); could not tell when the memory reply is unread, or when
-  no passage answers and some passage reply is unread.
+- `context_vs_memory`, checked only with `memory_check`: the model knows (confidence at least
+  `memory_confidence`) and its closed-book answer differs from the context's answer. Sides:
+  its memory (the reply quoted, source "memory") and the context's group. Confidence: the share
+  of on-subject answering passages that give the context's answer. No conflict when the model
+  does not know or answer, or no passage answers (read, or off-subject unread); could not tell
+  when the memory reply is unread, or no passage answers and some passage reply is unread.
 - `low_relevance`: there are no passages; or no passage answers the question (each read, or
   off-subject and not read), the free-form draft comes from none of them (`grounded`), and the
   draft gives no answer or is the closed-book answer (it came from memory: a draft that is
   neither was inferred from the passages, which are then relevant). Could not tell when a
   passage reply is unread, or when the closed-book reply is and the draft answers. Sides: one
-  per passage, with an empty answer and the passage's start. Confidence: None (no graded
-  signal). Its check's note names the passages judged off-subject, whatever its status.
+  per passage, no answer, its start. Confidence: None. Its note names the off-subject passages.
 
-Retrieved text is data: passages are framed (`faithrag.llm.framing`) and every prompt that
-shows one says in its system message that framed text is not instructions.
+Retrieved text is data: passages are framed (`faithrag.llm.framing`); every prompt showing
+one says in its system message that framed text is not instructions.
 
 Example:
     from faithrag import Pipeline
@@ -236,14 +234,15 @@ def holds_answer(draft: Answer, question: Question) -> Callable[[Passage], bool]
     return lambda passage: grounded(text, passage.text)
 
 
-def draft_from_memory(draft: Answer, memory: Reading, question: Question) -> bool | None:
+def draft_from_memory(draft: Answer, memory: Reading | None, question: Question
+                      ) -> bool | None:
     """Whether the draft may have come from the model's memory rather than the passages: it
-    gives no answer (empty or unparsed), or it is the closed-book answer. None when the
-    closed-book reply is unreadable and the draft gives an answer."""
+    gives no answer (empty or unparsed), or it is the closed-book answer. None when the draft
+    gives an answer and the closed-book reply is unreadable or was not asked for."""
     text = draft.text.strip()
     if not text or draft.parse_status != PARSE_OK:
         return True
-    if memory.status == UNREADABLE:
+    if memory is None or memory.status == UNREADABLE:
         return None
     return memory.status == ANSWERED and _same(memory.text, text, question)
 
@@ -339,7 +338,8 @@ class ConflictDetector:
     name = "conflicts"
 
     def __init__(self, llm: LLM, answer_tokens: int = 48, same_subject_threshold: float = 0.5,
-                 subject_coverage: float = 0.6, memory_confidence: float = -0.3):
+                 subject_coverage: float = 0.6, memory_confidence: float = -0.3,
+                 memory_check: bool = False):
         if answer_tokens < 1:
             raise ValueError("answer_tokens must be >= 1")
         if not 0.0 <= subject_coverage <= 1.0:
@@ -349,6 +349,7 @@ class ConflictDetector:
         self.same_subject_threshold = same_subject_threshold
         self.subject_coverage = subject_coverage
         self.memory_confidence = memory_confidence
+        self.memory_check = memory_check
 
     def _memory_request(self, question: Question) -> GenerationRequest:
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
@@ -377,13 +378,14 @@ class ConflictDetector:
                         and (coverage := anchor_coverage(anchors, p)) < self.subject_coverage}
             aside = list(not_read)
             to_read = [n for n, p in enumerate(passages, 1) if not draft(p) and p.id not in aside]
-            requests = [self._memory_request(question)] + [
-                evidence.generation(read.format(n=n, start=evidence.start(n)),
-                                    self.answer_tokens, "passage_answer") for n in to_read]
+            requests = [evidence.generation(read.format(n=n, start=evidence.start(n)),
+                                            self.answer_tokens, "passage_answer")
+                        for n in to_read]
+            if self.memory_check:
+                requests.insert(0, self._memory_request(question))
             completions = generate(self.llm, requests, step)
-            memory = self._read(completions[0], question, step, "memory answer")
-            confidence = completions[0].mean_logprob
-            replies = {passages[n - 1].id: c for n, c in zip(to_read, completions[1:])}
+            closed_book = completions.pop(0) if self.memory_check else None
+            replies = {passages[n - 1].id: c for n, c in zip(to_read, completions)}
             readings = [(p, self._read(replies[p.id], question, step, f"answer from passage "
                                        f"{p.id}") if p.id in replies
                          else Reading(OFF_SUBJECT) if p.id in aside
@@ -394,10 +396,13 @@ class ConflictDetector:
                             for p, r in readings]
             groups = group_answers(readings, question)
             unread = [p.id for p, r in readings if r.status == UNREADABLE]
+            drafted = holds_answer(answer, question)
+            if closed_book is None and passages and not groups and not any(
+                    map(drafted, passages)) and draft_from_memory(answer, None, question) is None:
+                # low_relevance turns on whether the draft is the closed-book answer
+                closed_book = generate(self.llm, [self._memory_request(question)], step)[0]
+            memory = closed_book and self._read(closed_book, question, step, "memory answer")
             step.outputs = {
-                "memory": {"status": memory.status, "answer": memory.text,
-                           "raw": completions[0].text,
-                           "confidence": None if confidence is None else round(confidence, 4)},
                 "passages": {p.id: {"status": r.status, "answer": r.text,
                                     "raw": replies[p.id].text.strip() if p.id in replies
                                     else NOT_READ if p.id in aside else HOLDS_DRAFT,
@@ -405,6 +410,10 @@ class ConflictDetector:
                                        else {})} for p, r in readings},
                 "groups": [[g.answer, [p.id for p in g.passages]] for g in groups],
             }
+            if closed_book is not None:
+                step.outputs["memory"] = {"status": memory.status, "answer": memory.text,
+                                          "raw": closed_book.text,
+                                          **_reply_confidence(closed_book)}
             if not_read:
                 step.outputs["question_subject"] = {"anchors": anchors, "not_read": not_read}
             context = context_group(groups, answer, question)
@@ -414,11 +423,11 @@ class ConflictDetector:
             compared = (on_subject if question.choices else
                         self._with_versions(anchors, passages, groups, on_subject, step))
             self._passage_conflicts(question, evidence, compared, len(unread) > 0, step)
-            self._memory_conflict(question, memory, confidence, completions[0].text,
-                                  context if context in on_subject else None, on_subject,
-                                  len(unread) > 0, step)
-            self._low_relevance(passages, groups, off_subject, len(unread) > 0,
-                                holds_answer(answer, question),
+            if self.memory_check:
+                self._memory_conflict(question, memory, closed_book,
+                                      context if context in on_subject else None, on_subject,
+                                      len(unread) > 0, step)
+            self._low_relevance(passages, groups, off_subject, len(unread) > 0, drafted,
                                 draft_from_memory(answer, memory, question), step)
             found = [c.kind for c in step.conflicts]
             step.decision = (f"reported {', '.join(found)}" if found else
@@ -536,20 +545,21 @@ class ConflictDetector:
                                         "log_odds": round(odds, 3)}
         return odds >= self.same_subject_threshold
 
-    def _memory_conflict(self, question: Question, memory: Reading, confidence: float | None,
-                         memory_raw: str, context: AnswerGroup | None,
-                         groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
+    def _memory_conflict(self, question: Question, memory: Reading, reply: Completion,
+                         context: AnswerGroup | None, groups: list[AnswerGroup],
+                         some_unread: bool, step: Step) -> None:
         kind = "context_vs_memory"
         if memory.status == UNREADABLE or (context is None and some_unread):
             self._check(step, kind, "could_not_tell")
             return
+        confidence = reply.mean_logprob
         knows = confidence is not None and confidence >= self.memory_confidence
         if (memory.status == NO_ANSWER or not knows or context is None
                 or _same(memory.text, context.answer, question)):
             self._check(step, kind, "no_conflict")
             return
         answering = sum(len(g.passages) for g in groups)
-        memory_side = ConflictSide(memory.text, excerpt(memory_raw), [], "memory")
+        memory_side = ConflictSide(memory.text, excerpt(reply.text), [], "memory")
         step.conflicts.append(Conflict(
             kind, self.name, [memory_side, context.side()], "reported",
             len(context.passages) / answering,
@@ -586,4 +596,5 @@ def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | Non
     return ConflictDetector(llm, answer_tokens=config.generation.answer_tokens,
                             same_subject_threshold=settings.same_subject_threshold,
                             subject_coverage=settings.subject_coverage,
-                            memory_confidence=settings.memory_confidence)
+                            memory_confidence=settings.memory_confidence,
+                            memory_check=settings.memory_check)

@@ -468,6 +468,8 @@ def test_replay_reads_every_reply_back_and_finds_what_the_run_found(tmp_path, wr
     assert [r["readings"] for r in replayed] == [
         sum(p["raw"] not in bench.UNREAD for p in r["detector"]["outputs"]["passages"].values())
         for r in records]
+    assert [r["closed_book"] for r in replayed] == ["memory" in r["detector"]["outputs"]
+                                                    for r in records] == [False, False]
     assert "| surface | ramdocs | 2 | 0 | 2 |" in table
     # a run that never asked for a reading the code asks for cannot be replayed
     records[0]["detector"]["outputs"]["passages"]["ramdocs::0#c1"]["raw"] = bench.HOLDS_DRAFT

@@ -83,7 +83,9 @@ def test_each_item_is_answered_both_ways_on_the_same_passages(tmp_path, toy_slic
     assert plain["attacked"] is None and plain["kind"] == "conflict"
     clean = by_id["toy_clean/one/pipeline"]
     assert clean["correct"] and not clean["surfaced"] and clean["kind"] == "clean"
-    assert by_id["toy_clean/one/plain"]["llm_calls"] == 1 < clean["llm_calls"]
+    # every passage holds the answer: the detector reads none and asks nothing closed-book
+    assert by_id["toy_clean/one/plain"]["llm_calls"] == 1 == clean["llm_calls"]
+    assert piped["llm_calls"] > 1
     manifest = json.loads((tmp_path / "suite.json").read_text())
     assert manifest["configs"]["plain"]["pipeline"]["detect"] is None
     assert manifest["configs"]["pipeline"]["pipeline"]["detect"] == "conflicts"

@@ -89,8 +89,10 @@ class Scripted(FakeLLM):
         return [c for c in self.calls if isinstance(c, ChoiceRequest)]
 
 
-def detect(llm, passages=PASSAGES, question=QUESTION, draft="Mutemath", **kwargs):
+def detect(llm, passages=PASSAGES, question=QUESTION, draft="Mutemath", memory_check=True,
+           **kwargs):
     trace = Trace()
+    kwargs["memory_check"] = memory_check
     llm.passages = list(passages)
     conflicts = ConflictDetector(llm, **kwargs).detect(question, list(passages), Answer(draft),
                                                        trace)
@@ -454,7 +456,7 @@ def test_the_answer_is_left_alone_in_a_pipeline_and_detection_runs_last():
     assert [s.stage for s in result.trace.steps] == ["generate", "detect"]
     assert [c.kind for c in result.conflicts] == ["passage_vs_passage"]
     assert {c.kind for c in result.conflict_checks} == {
-        "passage_vs_passage", "ambiguous", "context_vs_memory", "low_relevance"}
+        "passage_vs_passage", "ambiguous", "low_relevance"}  # memory: not checked by default
     data = result.to_dict()
     assert data["conflicts"][0]["sides"][1]["passages"] == ["p2"]
 
@@ -474,10 +476,11 @@ def test_the_thresholds_are_configured():
     pipeline = Pipeline.from_config(llm=llm, passages=PASSAGES, detect="conflicts",
                                     backend="fake", conflicts__same_subject_threshold=-0.3,
                                     conflicts__subject_coverage=0.25,
-                                    conflicts__memory_confidence=-0.2)
+                                    conflicts__memory_confidence=-0.2,
+                                    conflicts__memory_check=True)
     detector = pipeline.detector
     assert (detector.same_subject_threshold, detector.subject_coverage,
-            detector.memory_confidence) == (-0.3, 0.25, -0.2)
+            detector.memory_confidence, detector.memory_check) == (-0.3, 0.25, -0.2, True)
     assert "ambiguous" in [c.kind for c in pipeline.run(QUESTION).conflicts]
 
 
@@ -530,8 +533,14 @@ def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask
     data = json.loads(capsys.readouterr().out)
     assert data["conflicts"][0]["stage"] == "conflicts"
     assert {c["kind"] for c in data["conflict_checks"]} == {
-        "passage_vs_passage", "ambiguous", "context_vs_memory", "low_relevance"}
+        "passage_vs_passage", "ambiguous", "low_relevance"}
     assert data["on_conflict"] is None
+
+    assert ask("--plain", "--detect", "conflicts", "--set", "conflicts.memory_check=true",
+               "--json") == 0
+    checks = {c["kind"]: c["status"] for c in json.loads(capsys.readouterr().out)[
+        "conflict_checks"]}
+    assert checks["context_vs_memory"] == "no_conflict"  # memory agrees with the context
 
 
 @pytest.mark.parametrize("flags", [(), ("--plain", "--detect", "conflicts", "--on-conflict",
@@ -610,8 +619,11 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
     llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
     try:
         pipeline = Pipeline(VanillaRAG(llm, max_tokens=16),
-                            detector=ConflictDetector(llm, answer_tokens=16))
+                            detector=ConflictDetector(llm, answer_tokens=16, memory_check=True))
         result = pipeline.run(QUESTION, PASSAGES)
+        default = Pipeline(VanillaRAG(llm, max_tokens=16),
+                           detector=ConflictDetector(llm, answer_tokens=16)).run(QUESTION,
+                                                                                  PASSAGES)
     finally:
         llm.close()
     step = result.trace.steps[-1]
@@ -622,6 +634,14 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
     assert set(purposes[1 + len(read):]) <= {"question_subject", "same_subject"}
     assert sorted(c.kind for c in result.conflict_checks) == [
         "ambiguous", "context_vs_memory", "low_relevance", "passage_vs_passage"]
+    # the default asks the same readings, and the closed-book question only when no passage
+    # answers; it makes the same passage checks
+    default_step = default.trace.steps[-1]
+    assert default_step.outputs["passages"] == step.outputs["passages"]
+    assert ("memory_answer" in [c.purpose for c in default_step.llm_calls]) is (
+        not step.outputs["groups"])
+    assert {c.kind: c.status for c in default.conflict_checks} == {
+        c.kind: c.status for c in result.conflict_checks if c.kind != "context_vs_memory"}
     assert all(c.status in ("conflict", "no_conflict", "could_not_tell")
                for c in result.conflict_checks)
     reported = {c.kind for c in result.conflicts}
@@ -720,3 +740,32 @@ def test_multiple_choice_questions_compare_options_only():
     conflicts, _ = detect(house(), passages=[BUILT_1912, BUILT_1895], question=question,
                           draft="1912")
     assert conflicts == []
+
+
+def test_by_default_the_closed_book_question_is_not_asked_when_passages_answer():
+    llm = Scripted(memory="The Beatles", readings={"p1": "Mutemath", "p3": "Mutemath"})
+    conflicts, step = detect(llm, draft="", memory_check=False)
+    assert conflicts == []
+    assert [r.purpose for call in llm.generate_calls for r in call] == ["passage_answer"] * 3
+    assert "context_vs_memory" not in statuses(step) and "memory" not in step.outputs
+    assert statuses(step)["low_relevance"] == "no_conflict"
+
+
+@pytest.mark.parametrize("memory, status", [("Queen", "conflict"), ("The Beatles", "no_conflict"),
+                                            ("...", "could_not_tell")])
+def test_by_default_the_closed_book_question_is_asked_when_relevance_turns_on_it(memory, status):
+    # no passage answers and the draft gives an answer none holds: from memory or inferred?
+    llm = Scripted(memory=memory)
+    _, step = detect(llm, draft="Queen", memory_check=False)
+    assert [[r.purpose for r in call] for call in llm.generate_calls] == [
+        ["passage_answer"] * 3, ["memory_answer"]]
+    assert statuses(step)["low_relevance"] == status
+    assert "context_vs_memory" not in statuses(step)
+    assert step.outputs["memory"]["raw"] == memory
+
+
+def test_by_default_a_draft_without_an_answer_needs_no_closed_book_question():
+    llm = Scripted(memory="Queen")
+    conflicts, _ = detect(llm, draft="", memory_check=False)
+    assert [c.kind for c in conflicts] == ["low_relevance"]
+    assert [r.purpose for call in llm.generate_calls for r in call] == ["passage_answer"] * 3
