@@ -7,8 +7,8 @@ items in file order (`passages`: in turn per source), `--limit N` per class, cac
 Passages are given to the pipeline directly (no retrieval step), so both variants of an item
 differ only in the evidence below.
 
-memory      context vs memory, with the detector's memory check on (`conflicts.memory_check`;
-            the other measurements run the defaults, where it is off). KRE items
+memory      context vs memory, with the detector's memory check on (`conflicts.memory_check`,
+            off in the defaults). KRE items
             (`--dataset kre_musique` or `kre_squad`), free-form question. Positive: the item's `context` (it contradicts the memorised answer).
             Negative: its golden, non-conflicting context (`meta.golden_context`). Items
             without a golden context are skipped. Flag: the `context_vs_memory` check.
@@ -25,9 +25,13 @@ passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
             have several valid answers, which stay in the negative variant).
 ambiguity   RAMDocs (`ramdocs`) items with two or more gold answers (positive) and with one
             (negative), each class up to `--limit` (run alternately), each with all its own
-            documents. Flag: `ambiguous`; and `passage_vs_passage` with its own label
-            (positive: the item holds a misinformation document, which contradicts the
-            correct ones about the same subject; negative: it holds none). An item that
+            documents, with the same-subject check on (`conflicts.same_subject_check`, off in
+            the defaults; `surface` runs with it too). Flag: `ambiguous`; and
+            `passage_vs_passage` with its own label (positive: the item holds a misinformation
+            document, which contradicts the correct ones about the same subject; negative: it
+            holds none); and both kinds as one flag, what the defaults report as
+            `passage_vs_passage` (positive: several gold answers or a misinformation
+            document; negative: one answer and no misinformation document). An item that
             `surface` already ran is read from that run (the same plain RAG and detect step
             on the same passages), so run `surface` first.
 poisoning   hostile vs clean retrieval of a hostile setting (`--setting poisonedrag`,
@@ -124,8 +128,14 @@ COMMANDS = ("memory", "passages", "ambiguity", "poisoning", "lookalike", "surfac
 # RAMDocs' misinformation documents contradict its correct ones about the same subject: the
 # label of this flag's row is whether the item holds one, not whether it has several answers
 MISINFORMATION_FLAG = "passage_vs_passage (positive: a misinformation document)"
+# without the same-subject check (the defaults) every disagreement `ambiguous` would have been
+# is `passage_vs_passage`, so this row is the defaults' passage_vs_passage: its documents give
+# different answers when the item has several gold answers or a misinformation document
+DISAGREEMENT_FLAG = ("passage_vs_passage or ambiguous (positive: several answers or a "
+                     "misinformation document)")
 FLAG_LABELS: dict[str, Callable[[dict[str, Any]], int]] = {
-    MISINFORMATION_FLAG: lambda r: int(r.get("misinfo", 0) > 0)}
+    MISINFORMATION_FLAG: lambda r: int(r.get("misinfo", 0) > 0),
+    DISAGREEMENT_FLAG: lambda r: int(r["label"] == 1 or r.get("misinfo", 0) > 0)}
 # the flags each measurement summarises: name -> the kinds whose "conflict" raises it
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     # the golden variant is clean evidence that agrees: every kind's false alarms count there
@@ -135,6 +145,7 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "passages": {"passage_vs_passage or ambiguous": ("passage_vs_passage", "ambiguous"),
                  "passage_vs_passage": ("passage_vs_passage",)},
     "ambiguity": {"ambiguous": ("ambiguous",), MISINFORMATION_FLAG: ("passage_vs_passage",),
+                  DISAGREEMENT_FLAG: ("passage_vs_passage", "ambiguous"),
                   "any check": tuple(CONFLICT_KINDS)},
     "poisoning": {"any check": tuple(CONFLICT_KINDS),
                   "any but low_relevance": tuple(k for k in CONFLICT_KINDS
@@ -151,7 +162,11 @@ WAYS: dict[str, dict[str, str]] = {
 }
 SURFACE_SHARES = ("plain", "surface")  # the strict shares `surface` reports
 DETECT = {"method": "vanilla", "detect": "conflicts"}
-MEMORY_CHECK = {"conflicts__memory_check": True}  # `memory` measures the opt-in memory check
+# the opt-in checks a measurement turns on: `memory` measures the closed-book check, `surface`
+# and `ambiguity` (which reads surface runs) the same-subject check, as `ambiguous` needs it
+CHECKS: dict[str, dict[str, bool]] = {
+    "memory": {"memory_check": True},
+    "surface": {"same_subject_check": True}, "ambiguity": {"same_subject_check": True}}
 
 
 # subsets summarised in rows of their own, besides all items: name -> whether a record is in it
@@ -416,8 +431,9 @@ def run(command: str, cases: list[Case], llm: LLM, settings: dict[str, Any], out
     done = {record_key(r) for r in records}
     surfaced = {r["item"]: r for r in records
                 if r["command"] == "surface" and r["way"] == "surface"}
-    ways = WAYS if command == "surface" else {
-        None: {**DETECT, **MEMORY_CHECK} if command == "memory" else DETECT}
+    checks = {f"conflicts__{name}": on for name, on in CHECKS.get(command, {}).items()}
+    ways = {way: {**stages, **checks}
+            for way, stages in (WAYS if command == "surface" else {None: DETECT}).items()}
     pipelines = {way: Pipeline.from_parts(configure(None, plain=True, **settings, **stages), llm)
                  for way, stages in ways.items()}
     with path.open("a") as sink:
@@ -507,7 +523,7 @@ def replay(records: list[dict[str, Any]], data_dir: str | None, k: int, out: Pat
         trace = Trace()
         row = rows.setdefault((command, dataset), Counter())
         try:
-            found = ConflictDetector(llm, memory_check=command == "memory").detect(
+            found = ConflictDetector(llm, **CHECKS.get(command, {})).detect(
                 Question(case.question, id=case.item), shown,
                 Answer(record.get("plain_answer", record["answer"])), trace)
         except NotRecorded:

@@ -149,6 +149,10 @@ class ConflictsConfig(Section):
     """the share of the question's anchors (quoted titles, capitalised words, numbers) a
     passage must hold to speak of what the question asks; below it the passage is not read and
     a dissenting answer is off-subject (a lookalike) and set aside; lower it to set fewer aside"""
+    same_subject_check: bool = False
+    """when documents on the question's subject give different answers, ask the model whether
+    they speak of one subject (two scored requests) and report `ambiguous` when they do not;
+    off, they are `passage_vs_passage` and `ambiguous` is not checked"""
     same_subject_threshold: float = 0.5
     """below this log-odds of "same subject" the disagreement is reported as `ambiguous` (both
     answers may be right), otherwise as `passage_vs_passage`; lower it for fewer, surer

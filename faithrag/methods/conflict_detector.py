@@ -11,53 +11,49 @@ prefix, so after the plain answer a backend that keeps prefixes (llama.cpp) read
 once; each request then adds only a short instruction. Model calls, all greedy, answers bounded
 by `answer_tokens`:
 1. Memory, with `memory_check` (batched with the readings), else only when `low_relevance`
-   needs it (no passage answers, and the draft gives an answer none holds): the question alone,
-   "Answer with a short phrase only, no explanation." (multiple choice: "Answer with the text
-   of exactly one option, nothing else."), with token log-probs. Its confidence is the reply's
-   mean token log-probability; below `memory_confidence` the model guesses (set against nothing).
-2. Reading, one request per passage that does not hold the draft answer (a passage that holds
-   it, `holds_draft`, gives the draft's answer and is not read) and holds `subject_coverage` of
-   the question's anchors (step 4: any answer of a passage that does not would be set aside as
-   off-subject, so it is not read and is named off-subject), on the shared head: the passage's
-   number and its first words (so the model finds it among the others), then 'What answer to
-   the question does passage N alone give? Reply in one line: "ANSWER: <a short phrase>", or
-   "ANSWER: NOT STATED" if passage N does not give one.' (multiple choice: "<the text of one
-   option>"), with token log-probs (recorded per passage: the reply's mean, `confidence`, and
-   its least likely token's, `least_logprob`).
+   needs it (no passage answers, and the draft gives an answer none holds): the question alone
+   with the plain prompt's answer instruction (`MEMORY_SYSTEM`), with token log-probs. Its
+   confidence is the reply's mean token log-probability; below `memory_confidence` the model
+   guesses, and its answer is set against nothing.
+2. Reading, one request per passage that neither holds the draft answer (`holds_draft`: it gives
+   the draft's answer) nor lacks `subject_coverage` of the question's anchors (step 4: its answer
+   would be set aside, so it is named off-subject unread), on the shared head: the passage's
+   number and first words (so the model finds it), then `READ_FREE_FORM` (multiple choice:
+   `READ_MULTIPLE_CHOICE`), with token log-probs (recorded per passage: their mean,
+   `confidence`, and the least likely token's, `least_logprob`).
 3. Edited versions, with no model call (free-form questions): two passages that are one text
-   with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its default
-   settings; an edit whose two sides are one answer, "four" and "4", a spelling variant or
-   stopwords alone does not count) disagree whatever their readings say, unless the readings
-   already give them two different answers. A version that gave no answer (not stated, not
-   held by its passage, unread), and both versions when the readings gave them one answer (one
-   was misread), become answer groups of their own, whose answer is the words the telling edits
-   put in each ("1912" / "1895"; `poison_signals.telling_edits`: those holding the readings'
-   answer, else a number, else all that count), when both versions are on-subject (an
-   on-subject answer group, or, without an answer, holding `subject_coverage` of the question's
-   anchors, below). These groups count only for the passage conflicts (not for the context's
-   answer, memory or low relevance), so long passages read as "not stated" are compared.
+   with a stretch changed (`poison_signals.altered_copies`, default settings; an edit whose
+   sides are one answer, "four" and "4", a respelling or stopwords alone does not count)
+   disagree whatever their readings say, unless the readings give them two answers already. A
+   version that gave no answer (not stated, not held by its passage, unread), and both when the
+   readings gave them one answer (one was misread), become answer groups of their own, whose
+   answer is the words the telling edits put in each ("1912" / "1895"; `telling_edits`: those
+   holding the readings' answer, else a number, else all that count), when both versions are
+   on-subject (an on-subject answer group, or, without an answer, holding `subject_coverage` of
+   the question's anchors, below). These groups count only for the passage conflicts (not for
+   the context's answer, memory or relevance), so long passages read as "not stated" compare.
 4. On the subject, only when the passages (with those versions) give two or more different
    answers:
    - question vs passage, no model call: the question's anchors are its quoted titles, its
      capitalised words (question words left out) and numbers; a question that capitalises
      nothing after its first word takes as names the words its passages capitalise inside a
-     sentence more often than not (`faithrag.methods.subject_anchors`); the first passage of every answer group but the
-     context's (one of the context's passages) must hold at least `subject_coverage` of them
-     (SQuAD-normalised whole tokens, title included), else the group is off-subject (a
-     lookalike: another year, another person with the same first name); its passages are set
-     aside, named in the `low_relevance` check's note, and never become a side (nor, the
-     context's, set against memory). A question with no anchor sets nothing aside;
+     sentence more often than not (`faithrag.methods.subject_anchors`); the first passage of
+     every answer group but the context's (one of the context's) must hold `subject_coverage`
+     of them (SQuAD-normalised whole tokens, title included), else the group is off-subject (a
+     lookalike: another year, another person with the same first name): set aside, named in
+     the `low_relevance` check's note, never a side (nor, the context's, set against memory).
+     A question with no anchor sets nothing aside;
    - edited copies, with no model call: two groups whose passages include two that are one
      text with a stretch changed (`faithrag.methods.poison_signals.altered_copies`, its
      default settings) are versions of one document, so they speak of the same subject; such
      groups form one subject, whose largest group (on a tie the earliest) stands for it below;
-   - passage vs passage, as Yes/No choice scores on the shared head, only when two or more
-     subjects are left: of the two largest groups standing for them, do their first passages
-     speak of the same subject? The log-odds of "Yes", averaged over both orders, below
-     `same_subject_threshold` means different subjects that share the question's name.
+   - passage vs passage, only with `same_subject_check` and two or more subjects left, as
+     Yes/No scores on the shared head: do the first passages of the two largest groups standing
+     for them speak of the same subject? The log-odds of "Yes", averaged over both orders,
+     below `same_subject_threshold` means different subjects that share the question's name.
 So a question costs one `generate()` call of at most k short requests (k + 1 with
-`memory_check`), plus a scoring call of two when on-subject passages of different documents
-disagree, or a closed-book request when no passage answers.
+`memory_check`), or a closed-book request when no passage answers, plus, with
+`same_subject_check`, a scoring call of two when on-subject documents disagree.
 
 Reading a reply (`read_short_answer`): the first non-empty line, without an `ANSWER:` label,
 markdown, quotes or a final period. "NOT STATED", NOT_IN_PASSAGE (any case, spaces or
@@ -74,15 +70,15 @@ group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
 an unreadable reply never counts as "no_conflict", and each is warned about on the step):
-- `passage_vs_passage` / `ambiguous`: two or more on-subject answer groups. Judged to speak of
-  different subjects: `ambiguous`, one side per subject (the group standing for it), and, when
-  some subject holds edited versions, also `passage_vs_passage` with one side per version.
-  Otherwise `passage_vs_passage` alone, one side per on-subject group. A kind not reported has
-  the check "no_conflict". A side: its answer, a quote of each of its passages
-  (`faithrag.methods.conflicts.excerpt`: the sentence holding the answer, else the passage's
-  start, bounded), their ids and sources. Confidence: the share of the sides' passages outside
-  the largest side (a lone dissenter among five is 0.2; an even split of two is 0.5). One group
-  (or none), and some passage reply unread → could_not_tell; otherwise no_conflict.
+- `passage_vs_passage` / `ambiguous` (checked only with `same_subject_check`): two or more
+  on-subject answer groups. Judged to speak of different subjects: `ambiguous`, one side per
+  subject (the group standing for it), and, when some subject holds edited versions, also
+  `passage_vs_passage` with one side per version. Otherwise (or not judged) `passage_vs_passage`
+  alone, one side per on-subject group. A kind checked and not reported is "no_conflict". A
+  side: its answer, a quote of each of its passages (`conflicts.excerpt`), their ids and
+  sources. Confidence: the share of the sides' passages outside the largest side (a lone
+  dissenter among five is 0.2). One group (or none), and some passage reply unread →
+  could_not_tell; otherwise no_conflict.
 - `context_vs_memory`, checked only with `memory_check`: the model knows (confidence at least
   `memory_confidence`) and its closed-book answer differs from the context's answer. Sides:
   its memory (the reply quoted, source "memory") and the context's group. Confidence: the share
@@ -106,8 +102,7 @@ Example:
     result = pipeline.run("Who founded the company?")
     for conflict in result.conflicts:
         print(conflict.kind, [(s.answer, s.passages) for s in conflict.sides])
-
-or `faithrag ask "Who founded the company?" --docs docs/ --detect conflicts`.
+(the CLI: `faithrag ask "Who founded the company?" --docs docs/ --detect conflicts`).
 """
 
 from __future__ import annotations
@@ -213,11 +208,9 @@ def read_short_answer(raw: str, cut: bool = False,
 
 
 def holds_draft(draft: Answer, question: Question) -> Callable[[Passage], bool]:
-    """Whether a passage holds the draft answer word for word (faithrag.answers.containment:
-    SQuAD-normalised whole tokens; a value merely inside a range the passage gives is not
-    held): such a passage gives the draft's answer and is not read again. Nothing holds an
-    empty or unparsed draft, nor one the question itself holds (a name the question asks
-    about is in every passage about it, whatever answer the passage gives)."""
+    """Whether a passage holds the draft answer word for word (`containment`; a value inside a
+    range is not held): it gives the draft's answer, unread. Nothing holds an empty or unparsed
+    draft, nor one the question holds (a name asked about is in every passage about it)."""
     text = draft.text.strip()
     if (not text or draft.parse_status != PARSE_OK
             or containment(question.text, [text])):
@@ -339,7 +332,7 @@ class ConflictDetector:
 
     def __init__(self, llm: LLM, answer_tokens: int = 48, same_subject_threshold: float = 0.5,
                  subject_coverage: float = 0.6, memory_confidence: float = -0.3,
-                 memory_check: bool = False):
+                 memory_check: bool = False, same_subject_check: bool = False):
         if answer_tokens < 1:
             raise ValueError("answer_tokens must be >= 1")
         if not 0.0 <= subject_coverage <= 1.0:
@@ -350,6 +343,7 @@ class ConflictDetector:
         self.subject_coverage = subject_coverage
         self.memory_confidence = memory_confidence
         self.memory_check = memory_check
+        self.same_subject_check = same_subject_check
 
     def _memory_request(self, question: Question) -> GenerationRequest:
         instruction = MULTIPLE_CHOICE if question.choices else FREE_FORM
@@ -502,9 +496,8 @@ class ConflictDetector:
     def _passage_conflicts(self, question: Question, evidence: SharedEvidence,
                            groups: list[AnswerGroup], some_unread: bool, step: Step) -> None:
         if len(groups) < 2:
-            status = "could_not_tell" if some_unread else "no_conflict"
-            self._check(step, "passage_vs_passage", status)
-            self._check(step, "ambiguous", status)
+            for kind in self._passage_kinds():
+                self._check(step, kind, "could_not_tell" if some_unread else "no_conflict")
             return
         edited = edited_versions(groups)
         subjects = [[groups[i] for i in component]
@@ -520,7 +513,10 @@ class ConflictDetector:
         heads = [max(subject, key=lambda g: len(g.passages)) for subject in subjects]
         if len(heads) >= 2:
             first, second = sorted(heads, key=lambda g: -len(g.passages))[:2]
-            if self._same_subject(evidence, first, second, step):
+            if not self.same_subject_check:
+                found = [_passage_conflict("passage_vs_passage", groups,
+                                           "the passages give different answers")]
+            elif self._same_subject(evidence, first, second, step):
                 found = [_passage_conflict("passage_vs_passage", groups, (
                     "the passages give different answers about the same subject"))]
             else:
@@ -528,8 +524,11 @@ class ConflictDetector:
                     "the passages speak of different subjects that share a name")))
         kinds = {c.kind for c in found}
         step.conflicts.extend(found)
-        for kind in ("ambiguous", "passage_vs_passage"):
+        for kind in self._passage_kinds():
             self._check(step, kind, "conflict" if kind in kinds else "no_conflict")
+
+    def _passage_kinds(self) -> tuple[str, ...]:  # `ambiguous` needs the same-subject check
+        return ("ambiguous",) * self.same_subject_check + ("passage_vs_passage",)
 
     def _same_subject(self, evidence: SharedEvidence, first: AnswerGroup, second: AnswerGroup,
                       step: Step) -> bool:
@@ -597,4 +596,5 @@ def build_conflict_detector(llm: LLM, config: Config, retriever: Retriever | Non
                             same_subject_threshold=settings.same_subject_threshold,
                             subject_coverage=settings.subject_coverage,
                             memory_confidence=settings.memory_confidence,
-                            memory_check=settings.memory_check)
+                            memory_check=settings.memory_check,
+                            same_subject_check=settings.same_subject_check)

@@ -90,9 +90,10 @@ class Scripted(FakeLLM):
 
 
 def detect(llm, passages=PASSAGES, question=QUESTION, draft="Mutemath", memory_check=True,
-           **kwargs):
+           same_subject_check=True, **kwargs):
+    """The detector with every check on, unless told otherwise."""
     trace = Trace()
-    kwargs["memory_check"] = memory_check
+    kwargs.update(memory_check=memory_check, same_subject_check=same_subject_check)
     llm.passages = list(passages)
     conflicts = ConflictDetector(llm, **kwargs).detect(question, list(passages), Answer(draft),
                                                        trace)
@@ -455,8 +456,10 @@ def test_the_answer_is_left_alone_in_a_pipeline_and_detection_runs_last():
     assert result.answer.text == "Mutemath"
     assert [s.stage for s in result.trace.steps] == ["generate", "detect"]
     assert [c.kind for c in result.conflicts] == ["passage_vs_passage"]
-    assert {c.kind for c in result.conflict_checks} == {
-        "passage_vs_passage", "ambiguous", "low_relevance"}  # memory: not checked by default
+    assert {c.kind for c in result.conflict_checks} == {  # the opt-in checks are not made
+        "passage_vs_passage", "low_relevance"}
+    assert result.conflicts[0].note == "the passages give different answers"
+    assert llm.scored == []  # no same-subject question
     data = result.to_dict()
     assert data["conflicts"][0]["sides"][1]["passages"] == ["p2"]
 
@@ -477,10 +480,12 @@ def test_the_thresholds_are_configured():
                                     backend="fake", conflicts__same_subject_threshold=-0.3,
                                     conflicts__subject_coverage=0.25,
                                     conflicts__memory_confidence=-0.2,
-                                    conflicts__memory_check=True)
+                                    conflicts__memory_check=True,
+                                    conflicts__same_subject_check=True)
     detector = pipeline.detector
     assert (detector.same_subject_threshold, detector.subject_coverage,
-            detector.memory_confidence, detector.memory_check) == (-0.3, 0.25, -0.2, True)
+            detector.memory_confidence, detector.memory_check,
+            detector.same_subject_check) == (-0.3, 0.25, -0.2, True, True)
     assert "ambiguous" in [c.kind for c in pipeline.run(QUESTION).conflicts]
 
 
@@ -532,15 +537,16 @@ def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask
     assert ask("--plain", "--detect", "conflicts", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["conflicts"][0]["stage"] == "conflicts"
-    assert {c["kind"] for c in data["conflict_checks"]} == {
-        "passage_vs_passage", "ambiguous", "low_relevance"}
+    assert {c["kind"] for c in data["conflict_checks"]} == {"passage_vs_passage",
+                                                            "low_relevance"}
     assert data["on_conflict"] is None
 
     assert ask("--plain", "--detect", "conflicts", "--set", "conflicts.memory_check=true",
-               "--json") == 0
+               "--set", "conflicts.same_subject_check=true", "--json") == 0
     checks = {c["kind"]: c["status"] for c in json.loads(capsys.readouterr().out)[
         "conflict_checks"]}
     assert checks["context_vs_memory"] == "no_conflict"  # memory agrees with the context
+    assert checks["ambiguous"] == "no_conflict"  # the model says: the same subject
 
 
 @pytest.mark.parametrize("flags", [(), ("--plain", "--detect", "conflicts", "--on-conflict",
@@ -618,8 +624,8 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
 
     llm = LlamaCppLLM("tiny", n_ctx=2048, n_threads=1)
     try:
-        pipeline = Pipeline(VanillaRAG(llm, max_tokens=16),
-                            detector=ConflictDetector(llm, answer_tokens=16, memory_check=True))
+        pipeline = Pipeline(VanillaRAG(llm, max_tokens=16), detector=ConflictDetector(
+            llm, answer_tokens=16, memory_check=True, same_subject_check=True))
         result = pipeline.run(QUESTION, PASSAGES)
         default = Pipeline(VanillaRAG(llm, max_tokens=16),
                            detector=ConflictDetector(llm, answer_tokens=16)).run(QUESTION,
@@ -634,14 +640,19 @@ def test_tiny_model_end_to_end_gives_well_formed_checks(tiny_gguf):
     assert set(purposes[1 + len(read):]) <= {"question_subject", "same_subject"}
     assert sorted(c.kind for c in result.conflict_checks) == [
         "ambiguous", "context_vs_memory", "low_relevance", "passage_vs_passage"]
-    # the default asks the same readings, and the closed-book question only when no passage
-    # answers; it makes the same passage checks
+    # the default asks the same readings, the closed-book question only when no passage
+    # answers, and no same-subject question: a disagreement it would ask about is
+    # passage_vs_passage
     default_step = default.trace.steps[-1]
     assert default_step.outputs["passages"] == step.outputs["passages"]
     assert ("memory_answer" in [c.purpose for c in default_step.llm_calls]) is (
         not step.outputs["groups"])
+    assert "same_subject" not in [c.purpose for c in default_step.llm_calls]
+    full = {c.kind: c.status for c in result.conflict_checks}
     assert {c.kind: c.status for c in default.conflict_checks} == {
-        c.kind: c.status for c in result.conflict_checks if c.kind != "context_vs_memory"}
+        "low_relevance": full["low_relevance"],
+        "passage_vs_passage": "conflict" if "conflict" in (full["ambiguous"], full[
+            "passage_vs_passage"]) else full["passage_vs_passage"]}
     assert all(c.status in ("conflict", "no_conflict", "could_not_tell")
                for c in result.conflict_checks)
     reported = {c.kind for c in result.conflicts}
@@ -769,3 +780,18 @@ def test_by_default_a_draft_without_an_answer_needs_no_closed_book_question():
     conflicts, _ = detect(llm, draft="", memory_check=False)
     assert [c.kind for c in conflicts] == ["low_relevance"]
     assert [r.purpose for call in llm.generate_calls for r in call] == ["passage_answer"] * 3
+
+
+@pytest.mark.parametrize("same", [-3.0, 3.0])
+def test_by_default_disagreeing_documents_are_passage_vs_passage_without_asking_the_model(same):
+    # whatever the model would say about the subject, the default does not ask it
+    llm = Scripted(readings={"p1": "Mutemath", "p2": "The Beatles", "p3": "Mutemath"},
+                   same=same)
+    conflicts, step = detect(llm, draft="", memory_check=False, same_subject_check=False)
+    (conflict,) = conflicts
+    assert (conflict.kind, conflict.note) == ("passage_vs_passage",
+                                              "the passages give different answers")
+    assert [(s.answer, s.passages) for s in conflict.sides] == [
+        ("Mutemath", ["p1", "p3"]), ("The Beatles", ["p2"])]
+    assert llm.scored == [] and "same_subject" not in step.outputs
+    assert statuses(step) == {"passage_vs_passage": "conflict", "low_relevance": "no_conflict"}
