@@ -76,7 +76,7 @@ def test_each_item_is_answered_both_ways_on_the_same_passages(tmp_path, toy_slic
     assert plain["passages"] == piped["passages"] == ["two#c0", "two#c1"]
     # plain RAG answers one reading; the default pipeline reports the conflict and surfaces both
     assert plain["answer"] == "Mutemath" and not plain["surfaced"] and plain["conflicts"] == []
-    assert piped["surfaced"] and "ambiguous" in piped["conflicts"]
+    assert piped["surfaced"] and piped["conflicts"] == ["passage_vs_passage"]
     assert "Mutemath (per [two#c0])" in piped["answer"] and "Coldplay" in piped["answer"]
     assert piped["resolved_answer"] == plain["answer"]
     assert (plain["correct"], piped["correct"], piped["informed"]) == (False, True, True)
