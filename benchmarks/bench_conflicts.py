@@ -8,8 +8,8 @@ Passages are given to the pipeline directly (no retrieval step), so both variant
 differ only in the evidence below.
 
 memory      context vs memory, with the detector's memory check on (`conflicts.memory_check`,
-            off in the defaults). KRE items
-            (`--dataset kre_musique` or `kre_squad`), free-form question. Positive: the item's `context` (it contradicts the memorised answer).
+            off in the defaults). KRE items (`--dataset kre_musique` or `kre_squad`), free-form
+            question. Positive: the item's `context` (it contradicts the memorised answer).
             Negative: its golden, non-conflicting context (`meta.golden_context`). Items
             without a golden context are skipped. Flag: the `context_vs_memory` check.
 passages    passage vs passage. Ranking items (`--dataset kre_conflict_rank` or
@@ -65,9 +65,9 @@ replay      the detect step of recorded runs (`--records FILE`, records of the c
             replayable. Writes OUT/replay.jsonl (per record: the conflicts, sides and checks
             found, the readings asked for, whether the closed-book question was asked) and
             prints, per data set, how many outcomes equal the recorded ones and the readings
-            asked for against those recorded, so a rule
-            that needs no model call is measured on every recorded run; run it on two
-            checkouts and compare their replay.jsonl for what a change alone does.
+            asked for against those recorded, so a rule that needs no model call is measured
+            on every recorded run; run it on two checkouts and compare their replay.jsonl for
+            what a change alone does. Each record replays with its measurement's checks.
 
 Splits: `--offset M` skips the first M items (pairs for `passages`; file positions for
 `ambiguity` and `surface`, so both read one range): thresholds are chosen on the first items

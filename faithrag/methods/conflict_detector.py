@@ -12,7 +12,7 @@ once; each request then adds only a short instruction. Model calls, all greedy, 
 by `answer_tokens`:
 1. Memory, with `memory_check` (batched with the readings), else only when `low_relevance`
    needs it (no passage answers, and the draft gives an answer none holds): the question alone
-   with the plain prompt's answer instruction (`MEMORY_SYSTEM`), with token log-probs. Its
+   (system `MEMORY_SYSTEM`, the plain prompt's answer instruction), with token log-probs. Its
    confidence is the reply's mean token log-probability; below `memory_confidence` the model
    guesses, and its answer is set against nothing.
 2. Reading, one request per passage that neither holds the draft answer (`holds_draft`: it gives
@@ -70,8 +70,8 @@ group's (on a tie, the group the draft agrees with, else the earliest).
 
 Kinds and checks (status "could_not_tell" whenever an unread reply could change the outcome;
 an unreadable reply never counts as "no_conflict", and each is warned about on the step):
-- `passage_vs_passage` / `ambiguous` (checked only with `same_subject_check`): two or more
-  on-subject answer groups. Judged to speak of different subjects: `ambiguous`, one side per
+- `passage_vs_passage` / `ambiguous` (the latter checked only with `same_subject_check`): two
+  or more on-subject answer groups. Judged to speak of different subjects: `ambiguous`, one side per
   subject (the group standing for it), and, when some subject holds edited versions, also
   `passage_vs_passage` with one side per version. Otherwise (or not judged) `passage_vs_passage`
   alone, one side per on-subject group. A kind checked and not reported is "no_conflict". A
@@ -512,11 +512,11 @@ class ConflictDetector:
         # one group per subject, its largest (on a tie the earliest), judged as before
         heads = [max(subject, key=lambda g: len(g.passages)) for subject in subjects]
         if len(heads) >= 2:
-            first, second = sorted(heads, key=lambda g: -len(g.passages))[:2]
+            largest = sorted(heads, key=lambda g: -len(g.passages))[:2]
             if not self.same_subject_check:
                 found = [_passage_conflict("passage_vs_passage", groups,
                                            "the passages give different answers")]
-            elif self._same_subject(evidence, first, second, step):
+            elif self._same_subject(evidence, *largest, step):
                 found = [_passage_conflict("passage_vs_passage", groups, (
                     "the passages give different answers about the same subject"))]
             else:
