@@ -18,9 +18,8 @@ by `answer_tokens`:
 2. Reading, one request per passage that neither holds the draft answer (`holds_draft`: it gives
    the draft's answer) nor lacks `subject_coverage` of the question's anchors (step 4: its answer
    would be set aside, so it is named off-subject unread), on the shared head: the passage's
-   number and first words (so the model finds it), then `READ_FREE_FORM` (multiple choice:
-   `READ_MULTIPLE_CHOICE`), with token log-probs (recorded per passage: their mean,
-   `confidence`, and the least likely token's, `least_logprob`).
+   number and first words (so the model finds it), then `READ_FREE_FORM` (`READ_MULTIPLE_CHOICE`),
+   with token log-probs (recorded: their mean, `confidence`, and the least, `least_logprob`).
 3. Edited versions, with no model call (free-form questions): two passages that are one text
    with a stretch changed (`poison_signals.altered_copies`, default settings; an edit whose
    sides are one answer, "four" and "4", a respelling or stopwords alone does not count)
@@ -395,7 +394,8 @@ class ConflictDetector:
                     map(drafted, passages)) and draft_from_memory(answer, None, question) is None:
                 # low_relevance turns on whether the draft is the closed-book answer
                 closed_book = generate(self.llm, [self._memory_request(question)], step)[0]
-            memory = closed_book and self._read(closed_book, question, step, "memory answer")
+            memory = (None if closed_book is None else
+                      self._read(closed_book, question, step, "memory answer"))
             step.outputs = {
                 "passages": {p.id: {"status": r.status, "answer": r.text,
                                     "raw": replies[p.id].text.strip() if p.id in replies
