@@ -15,8 +15,9 @@ repair request, on kept verified runs (no LLM).
 
     python benchmarks/hostile.py repair results/hostile/*-antisyco
 
-`poison-filter`: what the poisoning filter removes per setting, retrieval and attack (no LLM),
-or with `--answers` plain RAG against the filter on recorded runs.
+`poison-filter`: what the poisoning filter removes per setting, retrieval and attack (no LLM
+but the one that writes the paraphrased poison), or with `--answers` plain RAG against the filter
+on recorded runs.
 
     python benchmarks/hostile.py poison-filter --part evaluation --out results/poison-filter
 
@@ -41,12 +42,14 @@ from typing import IO, Any
 from faithrag.answers import attack_success, containment, same_answer
 from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
-from faithrag.eval.adaptive_poison import ATTACKS, adapt
+from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import build_trusted_index
 from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
+from faithrag.llm import load_llm
+from faithrag.llm.base import LLM
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.antisyco import agreed_reference
 from faithrag.registry import stage
@@ -311,8 +314,9 @@ EXTRA_K = {"poisonedrag": 6}
 
 
 def filter_records(name: str, retrieval: str, attack: str, k: int, part: str, config: Config,
-                   data_dir: str | None) -> list[dict]:
-    setting = adapt(build_setting(name, data_dir), attack)
+                   data_dir: str | None, attacker: LLM | None = None) -> list[dict]:
+    original = build_setting(name, data_dir)
+    setting = adapt(original, attack, attacker)
     items = (setting.dataset.items[:CALIBRATION_FROM] if part == "evaluation"
              else setting.dataset.items[CALIBRATION_FROM:])
     clean = InMemoryRetriever(setting.dataset.corpus(), mode=config.retrieval.mode)
@@ -332,6 +336,10 @@ def filter_records(name: str, retrieval: str, attack: str, k: int, part: str, co
                         "removed": [p.id in removed for p in passages],
                         "passed": [p.id in passed for p in passages],
                         "seconds": round(seconds, 5)})
+        if attack in MODEL_ATTACKS and retrieval == "hostile":
+            as_they_were = {p.text for p in original.poison.get(item.question, ())}
+            records[-1]["poison_unchanged"] = [bool(p.meta.get("poisoned")) and p.text in
+                                               as_they_were for p in passages]
     return records
 
 
@@ -414,7 +422,8 @@ def _ci(hits: int, n: int) -> str:
 
 
 def poison_filter(args: argparse.Namespace) -> None:
-    """What the poisoning filter removes (no LLM): per hostile setting, retrieval and attack,
+    """What the poisoning filter removes (no LLM but the one that writes the `paraphrased`
+    attack, `--attacks paraphrased`): per hostile setting, retrieval and attack,
     the share of poisoned passages it removes, the share of items where it removes a clean
     passage, and the items where a poisoned passage is among those it passes on (all that are
     left, or the first `poison_filter.top_k` of them).
@@ -442,6 +451,8 @@ def poison_filter(args: argparse.Namespace) -> None:
         print(answers_table(args.answers))
         return
     config = Config.load(None, parse_set_options(args.overrides))
+    attacker = (attack_model(load_llm(config.llm), config)
+                if MODEL_ATTACKS & set(args.attacks) else None)
     records = []
     for name in args.settings:
         ks = args.k or sorted({DEFAULT_K[name], EXTRA_K.get(name, DEFAULT_K[name])})
@@ -450,7 +461,7 @@ def poison_filter(args: argparse.Namespace) -> None:
                                       args.data_dir)
             for attack in args.attacks:
                 records += filter_records(name, "hostile", attack, k, args.part, config,
-                                          args.data_dir)
+                                          args.data_dir, attacker)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -506,8 +517,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="retrieval depths (default: each setting's k, and 6 for PoisonedRAG); "
                         "with --set poison_filter.top_k=N the filter passes on N")
     p.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS)
-    p.add_argument("--attacks", nargs="+", default=list(ATTACKS), choices=ATTACKS,
-                   help="attacks on hostile retrieval (clean retrieval has none)")
+    p.add_argument("--attacks", nargs="+", default=[a for a in ATTACKS if a not in MODEL_ATTACKS],
+                   choices=ATTACKS, help="attacks on hostile retrieval (clean retrieval has "
+                   "none; default: those written without a model; `paraphrased` loads the "
+                   "configured model to write it)")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--out", default=None, help="write <part>.jsonl here")
     overrides(p, "")

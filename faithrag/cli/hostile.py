@@ -25,7 +25,7 @@ from faithrag.cli.common import (
     require_extras,
     retrieval_needs,
 )
-from faithrag.eval.adaptive_poison import ATTACKS, adapt
+from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile_runner import RETRIEVALS, render_markdown, run_hostile, summarize_dirs
 from faithrag.eval.hostile_settings import SETTINGS, build_setting
 from faithrag.llm import load_llm
@@ -47,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="ranks the poisoned passages take, 0 = top (default: the top ranks)")
     run.add_argument("--attack", choices=ATTACKS, default="standard",
                      help="rewrite the poison as an attacker who adapts to a poisoning filter "
-                          "would (faithrag/eval/adaptive_poison.py)")
+                          "would (faithrag/eval/adaptive_poison.py; `paraphrased` rewrites it "
+                          "with the run's model, kept under $FAITHRAG_CACHE/attacks)")
     run.add_argument("--workers", type=int, default=1,
                      help="items evaluated concurrently (the embedded model is loaded this many "
                           "times, --threads each)")
@@ -67,8 +68,10 @@ def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # before the run directory: the model, and the corpus and knowledge-base indexes it builds
     require_extras([*model_needs(config), *retrieval_needs(config)])
-    setting = adapt(build_setting(args.setting, args.data_dir), args.attack)
+    setting = build_setting(args.setting, args.data_dir)
     llm = load_llm(config.llm, args.workers)
+    setting = adapt(setting, args.attack,
+                    attack_model(llm, config) if args.attack in MODEL_ATTACKS else None)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,
                           limit=args.limit, k=args.k, poison_count=args.poison_count,
                           positions=args.poison_positions, workers=args.workers,
