@@ -44,7 +44,7 @@ from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
 from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile import HostileRetriever
-from faithrag.eval.hostile_runner import build_trusted_index
+from faithrag.eval.hostile_runner import METRICS, build_trusted_index
 from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
@@ -369,9 +369,12 @@ def _passed(record: dict) -> list[bool]:
     return record.get("passed") or [not removed for removed in record["removed"]]
 
 
-def answers_table(dirs: list[str]) -> str:
+def answers_table(dirs: list[str], data_dir: str | None = None) -> str:
     """Plain RAG against the filter (or the filter and the verifier), pair by pair of run
-    directories (module docstring); a filter that read windows says so with its window size."""
+    directories (module docstring); a filter that read windows says so with its window size.
+    A verified run gives a second row: its drafts, the answers of the stages before the
+    verifier (the same generator on the same passages), scored against the setting's gold
+    answers and targets, with the drafting stages' seconds."""
     lines = [("| setting | attack | stages against plain RAG | k | n | accuracy % plain → stages "
               "(plain only / stages only, p) | attack success % plain → stages (plain only / "
               "stages only, p) | × time |"),
@@ -386,24 +389,55 @@ def answers_table(dirs: list[str]) -> str:
             rerank += f" (window_words={windows})"
         stages = " + ".join(stage for stage in (rerank, staged_manifest.get("verify"))
                             if stage) or "none"
-        plain, staged = (_records(d) for d in (plain_dir, staged_dir))
-        ids = [i for i in plain if i in staged]
-        cells = []
-        for key in ("correct", "attack"):
-            a = [plain[i][key] for i in ids]
-            b = [staged[i][key] for i in ids]
-            only_a = sum(x and not y for x, y in zip(a, b))
-            only_b = sum(y and not x for x, y in zip(a, b))
-            cells.append(f"{100 * sum(a) / len(ids):.0f} [{_ci(sum(a), len(ids))}] → "
-                         f"{100 * sum(b) / len(ids):.0f} [{_ci(sum(b), len(ids))}] "
-                         f"({only_a} / {only_b}, {mcnemar_exact_p(only_a, only_b):.2g})")
-        ratio = (sum(staged[i]["seconds"] for i in ids)
-                 / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
+        plain = _records(plain_dir)
+        rows = [(stages, _records(staged_dir))]
+        if staged_manifest.get("verify") and _has_drafts(staged_dir):
+            setting = build_setting(staged_manifest["sweep"]["setting"], data_dir)
+            rows.append((f"{rerank or 'none'} (the drafts before the verifier)",
+                         _draft_records(staged_dir, setting)))
         sweep = plain_manifest["sweep"]
-        lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | {sweep.get('attack') or '–'} | "
-                     f"{stages} | {sweep['k']} / {staged_manifest['sweep']['k']} | {len(ids)} | "
-                     f"{cells[0]} | {cells[1]} | {ratio:.2f} |")
+        for label, staged in rows:
+            ids = [i for i in plain if i in staged]
+            cells = []
+            for key in ("correct", "attack"):
+                a = [plain[i][key] for i in ids]
+                b = [staged[i][key] for i in ids]
+                only_a = sum(x and not y for x, y in zip(a, b))
+                only_b = sum(y and not x for x, y in zip(a, b))
+                cells.append(f"{100 * sum(a) / len(ids):.0f} [{_ci(sum(a), len(ids))}] → "
+                             f"{100 * sum(b) / len(ids):.0f} [{_ci(sum(b), len(ids))}] "
+                             f"({only_a} / {only_b}, {mcnemar_exact_p(only_a, only_b):.2g})")
+            ratio = (sum(staged[i]["seconds"] for i in ids)
+                     / max(sum(plain[i]["seconds"] for i in ids), 1e-9))
+            lines.append(f"| {sweep['setting']} ({sweep['retrieval']}) | "
+                         f"{sweep.get('attack') or '–'} | {label} | {sweep['k']} / "
+                         f"{staged_manifest['sweep']['k']} | {len(ids)} | {cells[0]} | "
+                         f"{cells[1]} | {ratio:.2f} |")
     return "\n".join(lines)
+
+
+def _has_drafts(directory: str) -> bool:
+    return any("draft" in (json.loads(line).get("extra") or {})
+               for line in (Path(directory) / "results.jsonl").read_text().splitlines())
+
+
+def _draft_records(directory: str, setting) -> dict[str, dict]:
+    """A verified run's drafts scored as `_records` scores answers."""
+    items = {item.id: item for item in setting.dataset.items}
+    out = {}
+    for line in (Path(directory) / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        draft = (record.get("extra") or {}).get("draft")
+        item = items.get(record["id"])
+        if draft is None or item is None:
+            continue
+        stages = ((record.get("trace") or {}).get("stages") or [])
+        out[record["id"]] = {
+            "correct": bool(METRICS[setting.metric](draft, item.answers)),
+            "attack": any(attack_success(draft, t) for t in setting.targets(item)),
+            "seconds": float(sum(st.get("seconds", 0) for st in stages
+                                 if st.get("stage") != "verify"))}
+    return out
 
 
 def _records(directory: str) -> dict[str, dict]:
@@ -444,11 +478,12 @@ def poison_filter(args: argparse.Namespace) -> None:
     directories pair by pair on the items both answered (plain RAG, then the same run with
     `--rerank poison_filter` and, if given, `--verify antisyco`; each row names the second run's
     stages and both runs' k): accuracy and attack success with Wilson intervals, discordant
-    counts and McNemar's exact p, and the ratio of their summed seconds."""
+    counts and McNemar's exact p, and the ratio of their summed seconds. A verified run adds a
+    row for its drafts (the stages before the verifier, scored on `--data-dir`'s setting)."""
     if args.answers:
         if len(args.answers) % 2:
             args.error("--answers takes pairs: PLAIN FILTERED [PLAIN FILTERED ...]")
-        print(answers_table(args.answers))
+        print(answers_table(args.answers, args.data_dir))
         return
     config = Config.load(None, parse_set_options(args.overrides))
     attacker = (attack_model(load_llm(config.llm), config)

@@ -153,6 +153,29 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
         hostile.main(["poison-filter", "--answers", str(plain)])
 
 
+def test_a_verified_runs_drafts_are_the_stages_before_the_verifier(hostile_data, tmp_path,
+                                                                   write_run, capsys):
+    sweep = {"setting": "kre_musique", "retrieval": "hostile", "attack": "standard", "k": 2}
+    ids = ["kre_musique::q0", "kre_musique::q1", "kre_musique::q2"]
+    plain = write_run(tmp_path / "plain", {"sweep": sweep}, [
+        {"id": i, "correct": False, "metrics": {"attack_success": 1}, "seconds": 2.0}
+        for i in ids])
+    drafts = ["It is 1921.", "Wend", "no idea"]  # golden answers 1887, Wend, Mayor
+    verified = write_run(tmp_path / "verified", {"sweep": sweep, "rerank": "poison_filter",
+                                                 "verify": "antisyco"}, [
+        {"id": i, "correct": True, "metrics": {"attack_success": 0}, "seconds": 3.0,
+         "extra": {"draft": d}, "trace": {"stages": [{"stage": "generate", "seconds": 1.0},
+                                                     {"stage": "verify", "seconds": 2.0}]}}
+        for i, d in zip(ids, drafts)])
+    hostile.main(["poison-filter", "--answers", str(plain), str(verified), "--data-dir",
+                  str(hostile_data)])
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert rows[0].startswith("| kre_musique (hostile) | standard | poison_filter + antisyco | ")
+    assert rows[1] == ("| kre_musique (hostile) | standard | poison_filter (the drafts before "
+                       "the verifier) | 2 / 2 | 3 | 0 [0, 56] → 33 [6, 79] (0 / 1, 1) | "
+                       "100 [44, 100] → 33 [6, 79] (2 / 0, 0.5) | 0.50 |")
+
+
 def test_the_filter_table_counts_items_whose_poison_was_passed_on():
     base = {"setting": "poisonedrag", "retrieval": "hostile", "attack": "standard", "k": 4,
             "seconds": 0.002}
