@@ -45,7 +45,7 @@ from faithrag.config import Config
 from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import METRICS, build_trusted_index
-from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
+from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, HostileSetting, build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 from faithrag.llm import load_llm
@@ -421,7 +421,7 @@ def _has_drafts(directory: str) -> bool:
                for line in (Path(directory) / "results.jsonl").read_text().splitlines())
 
 
-def _draft_records(directory: str, setting) -> dict[str, dict]:
+def _draft_records(directory: str, setting: HostileSetting) -> dict[str, dict]:
     """A verified run's drafts scored as `_records` scores answers."""
     items = {item.id: item for item in setting.dataset.items}
     out = {}

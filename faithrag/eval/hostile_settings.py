@@ -52,6 +52,7 @@ query text); the count dropped is in `notes`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,7 @@ POISONEDRAG_SOURCES = ("hotpotqa_distractor", "cofaithfulqa_nq", "cofaithfulqa_h
 class HostileSetting:
     name: str
     dataset: Dataset  # free-form items: answers = gold, context = the clean documents
-    poison: dict[str, list[Passage]]  # by question text
+    poison: Mapping[str, list[Passage]]  # by question text (an attack may write it lazily)
     trusted: list[Passage]  # documents of the trusted knowledge base (not chunked)
     k: int
     notes: dict[str, Any] = field(default_factory=dict)
