@@ -45,7 +45,7 @@ from faithrag.config import Config
 from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_runner import METRICS, build_trusted_index
-from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, HostileSetting, build_setting
+from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
 from faithrag.llm import load_llm
@@ -391,10 +391,10 @@ def answers_table(dirs: list[str], data_dir: str | None = None) -> str:
                             if stage) or "none"
         plain = _records(plain_dir)
         rows = [(stages, _records(staged_dir))]
-        if staged_manifest.get("verify") and _has_drafts(staged_dir):
-            setting = build_setting(staged_manifest["sweep"]["setting"], data_dir)
-            rows.append((f"{rerank or 'none'} (the drafts before the verifier)",
-                         _draft_records(staged_dir, setting)))
+        drafts = (_draft_records(staged_dir, staged_manifest["sweep"]["setting"], data_dir)
+                  if staged_manifest.get("verify") else {})
+        if drafts:
+            rows.append((f"{rerank or 'none'} (the drafts before the verifier)", drafts))
         sweep = plain_manifest["sweep"]
         for label, staged in rows:
             ids = [i for i in plain if i in staged]
@@ -416,21 +416,20 @@ def answers_table(dirs: list[str], data_dir: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _has_drafts(directory: str) -> bool:
-    return any("draft" in (json.loads(line).get("extra") or {})
-               for line in (Path(directory) / "results.jsonl").read_text().splitlines())
-
-
-def _draft_records(directory: str, setting: HostileSetting) -> dict[str, dict]:
-    """A verified run's drafts scored as `_records` scores answers."""
+def _draft_records(directory: str, setting_name: str, data_dir: str | None
+                   ) -> dict[str, dict]:
+    """A verified run's drafts scored as `_records` scores answers, on the setting's gold
+    answers and targets (built only when the run holds drafts); empty when it holds none."""
+    records = [json.loads(line)
+               for line in (Path(directory) / "results.jsonl").read_text().splitlines()]
+    records = [r for r in records if "draft" in (r.get("extra") or {})]
+    if not records:
+        return {}
+    setting = build_setting(setting_name, data_dir)
     items = {item.id: item for item in setting.dataset.items}
     out = {}
-    for line in (Path(directory) / "results.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        draft = (record.get("extra") or {}).get("draft")
-        item = items.get(record["id"])
-        if draft is None or item is None:
-            continue
+    for record in (r for r in records if r["id"] in items):
+        draft, item = record["extra"]["draft"], items[record["id"]]
         stages = ((record.get("trace") or {}).get("stages") or [])
         out[record["id"]] = {
             "correct": bool(METRICS[setting.metric](draft, item.answers)),
