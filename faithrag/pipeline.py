@@ -247,7 +247,13 @@ class Pipeline:
 
         `choices` makes it multiple choice (as does a Question with choices). The steps are
         recorded on `trace` (a new one by default), so a caller that passes its own keeps the
-        steps that ran when a later one raises. An empty question raises InputError."""
+        steps that ran when a later one raises. An empty question raises InputError.
+
+        When the re-ranker removes every passage and no verifier follows, the model is not
+        asked to answer from its memory in their place: the generator and the detector do not
+        run, and the answer says that the evidence was withheld (`WITHHELD`, with
+        `meta["withheld"]` listing the removed passages). With a verifier the generator answers
+        and the trusted knowledge base checks it."""
         question = make_question(question, choices)
         if passages is not None:
             passages = check_passages(passages)
@@ -265,6 +271,10 @@ class Pipeline:
             stage = self.stages.get(entry.kind)
             if stage is None:
                 continue
+            if removed and not passages and "verifier" not in self.stages:
+                if entry.kind == "generator":
+                    answer, evidence = _withheld(question, stage.name, removed, trace)
+                continue  # nothing is left to detect conflicts in
             call, first_step = getattr(stage, entry.call), len(trace.steps)
             out = (call(question, passages, answer, trace) if entry.reads_answer
                    else call(question, passages, trace))
@@ -353,6 +363,23 @@ def make_question(question: Question | str, choices: Sequence[str] | None = None
         raise InputError("Choices must be at least two non-empty options.",
                          "Pass two or more options (--choices A B), or none for a free answer.")
     return question
+
+
+WITHHELD = ("Withheld: the re-ranker removed every retrieved passage, and the model's memory "
+            "alone is not evidence; the conflict report says why.")
+
+
+def _withheld(question: Question, generator: str, removed: Sequence[RemovedPassage],
+              trace: Trace) -> tuple[Answer, EvidenceView]:
+    """The answer, and the evidence seen, when the re-ranker left no passage (see
+    `Pipeline.run`): no model call, a `generate` step saying why."""
+    ids = [r.passage.id for r in removed]
+    with trace.step("generate", generator, question=question.text, passages=[]) as step:
+        step.decision = ("not asked: the re-ranker removed every passage, and the model's "
+                         "memory alone is no evidence; no conflict detection either")
+        answer = Answer(WITHHELD, meta={"withheld": ids})
+        step.outputs = {"answer": answer.text, "withheld": ids}
+    return answer, EvidenceView(0, [], [], [], "")
 
 
 _KIND_NAMES = tuple(entry.kind for entry in registry.KINDS)

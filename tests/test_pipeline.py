@@ -5,7 +5,7 @@ from faithrag.errors import ConfigError, InputError
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.base import RemovedPassage, RerankResult
 from faithrag.methods.vanilla import VanillaRAG
-from faithrag.pipeline import Pipeline
+from faithrag.pipeline import WITHHELD, Pipeline
 from faithrag.types import Answer, Passage
 
 
@@ -44,6 +44,51 @@ def test_stages_run_in_order_and_are_traced():
     assert result.answer.text == "YES"
     assert result.to_dict()["removed"][0]["reason"] == "last"
 
+
+
+class DropAll:
+    name = "drop_all"
+
+    def rerank(self, question, passages, trace):
+        with trace.step("rerank", self.name):
+            return RerankResult([], [RemovedPassage(p, "suspect") for p in passages])
+
+
+class CountingDetector:
+    name = "counting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def detect(self, question, passages, answer, trace):
+        self.calls += 1
+        return []
+
+
+def test_when_the_reranker_removes_every_passage_the_model_is_not_asked_from_memory():
+    passages = [Passage("p0", "text 0"), Passage("p1", "text 1")]
+    llm, detector = FakeLLM(default="a guess"), CountingDetector()
+    result = Pipeline(VanillaRAG(llm), ListRetriever(passages), DropAll(),
+                      detector=detector).run("q?")
+    assert result.answer.text == WITHHELD and "a guess" not in result.answer.text
+    assert result.answer.meta["withheld"] == ["p0", "p1"]
+    assert not llm.calls and detector.calls == 0
+    assert [s.stage for s in result.trace.steps] == ["retrieve", "rerank", "generate"]
+    assert result.trace.steps[-1].decision.startswith("not asked")
+    assert result.evidence.seen == [] and [r.passage.id for r in result.removed] == ["p0", "p1"]
+
+
+def test_a_verifier_still_gets_a_draft_when_every_passage_is_removed():
+    passages = [Passage("p0", "text 0")]
+    llm = FakeLLM(default="from memory")
+    result = Pipeline(VanillaRAG(llm), ListRetriever(passages), DropAll(), Shout()).run("q?")
+    assert result.answer.text == "FROM MEMORY" and len(llm.calls) == 1
+
+
+def test_no_passage_given_is_not_withheld_evidence():
+    llm = FakeLLM(default="an answer")
+    result = Pipeline(VanillaRAG(llm), reranker=DropAll()).run("q?", passages=[])
+    assert result.answer.text == "an answer" and "withheld" not in result.answer.meta
 
 def test_one_loop_runs_the_kinds_in_their_order_and_each_stage_is_found_by_its_kind():
     from faithrag import registry

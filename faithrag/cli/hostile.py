@@ -41,6 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", required=True, help="run directory (re-running resumes it)")
     run.add_argument("--data-dir", help="data root (default ../shared/data or $FAITHRAG_DATA_DIR)")
     run.add_argument("--limit", type=int, help="first N items")
+    run.add_argument("--offset", type=int, default=0,
+                     help="skip this many items first (--offset 100 --limit 100: items 101 to 200)")
     run.add_argument("--poison-count", type=int,
                      help="poisoned passages injected per question (default: all it has)")
     run.add_argument("--poison-positions", type=int, nargs="+",
@@ -73,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
     setting = adapt(setting, args.attack,
                     attack_model(llm, config) if args.attack in MODEL_ATTACKS else None)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,
-                          limit=args.limit, k=args.k, poison_count=args.poison_count,
+                          limit=args.limit, offset=args.offset, k=args.k, poison_count=args.poison_count,
                           positions=args.poison_positions, workers=args.workers,
                           progress=not args.no_progress)
     print(json.dumps(summary, indent=2))

@@ -74,7 +74,8 @@ def build_trusted_index(setting: HostileSetting, directory: Path, config: Config
 def run_hostile(setting: HostileSetting, retrieval: Literal["clean", "hostile"], config: Config,
                 out: str | Path, llm: LLM,
                 build_pipeline: Callable[[Config, LLM, Retriever | None], Pipeline], *,
-                limit: int | None = None, k: int | None = None, poison_count: int | None = None,
+                limit: int | None = None, offset: int = 0, k: int | None = None,
+                poison_count: int | None = None,
                 positions: Sequence[int] | None = None, workers: int = 1,
                 progress: bool = True) -> dict[str, Any]:
     """Run (or resume) one setting x retrieval x pipeline into `out`; returns `summarize`'s
@@ -95,7 +96,7 @@ def run_hostile(setting: HostileSetting, retrieval: Literal["clean", "hostile"],
              "poison_positions": list(positions) if hostile and positions else None,
              "attack": setting.notes.get("attack", "standard") if hostile else None}
     spec = EvalSpec(dataset=setting.dataset.name, method=config.pipeline.method, limit=limit,
-                    context_mode="retrieval", metric=setting.metric, sweep=sweep)
+                    offset=offset, context_mode="retrieval", metric=setting.metric, sweep=sweep)
 
     def attacked_pipeline(cfg: Config, model: LLM, retriever: Retriever | None) -> Pipeline:
         if hostile and retriever is not None:
@@ -110,8 +111,8 @@ def run_hostile(setting: HostileSetting, retrieval: Literal["clean", "hostile"],
 def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
     """Figures of one run (see the module docstring)."""
     items = {item.id: item for item in setting.dataset.items}
-    limit = run.manifest.get("limit")
-    wanted = {item.id for item in setting.dataset.items[:limit or None]}
+    offset, limit = run.manifest.get("offset") or 0, run.manifest.get("limit")
+    wanted = {item.id for item in setting.dataset.items[offset:offset + limit if limit else None]}
     records = [r for r in run.records if r["id"] in wanted]
     verified = bool(run.manifest.get("verify"))
     correct, attacked, decisions = [], [], Counter()

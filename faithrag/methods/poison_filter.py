@@ -25,7 +25,8 @@ alone. An embedder that fails is a warning and a `could_not_tell` check on the s
 copies, which need no embedding, are still removed.
 
 With a verifier (`verify = "antisyco"`) the filter runs first and the verifier checks the
-answer from what is left against the trusted knowledge base.
+answer from what is left against the trusted knowledge base. Without one, a retrieval the filter
+removes entirely gets no answer from the model's memory (`Pipeline.run`: the answer is withheld).
 
 Example:
     >>> from faithrag.types import Passage, Question, Trace

@@ -1,5 +1,6 @@
 """`faithrag hostile run`: an extra the run needs is named before its run directory is written;
-the paraphrased attack is written by the run's model and kept for the next run."""
+the paraphrased attack is written by the run's model and kept for the next run; `--offset`
+skips items."""
 
 import json
 import sys
@@ -50,3 +51,13 @@ def test_the_paraphrased_attack_runs_on_a_real_model(hostile_data, tmp_path, mon
     assert len(written) == 5 and all(r["completion_tokens"] > 0 for r in replies)
     assert _paraphrased_run(hostile_data, tmp_path / "again", *sets) == 0
     assert {p: p.stat().st_mtime_ns for p in written} == written  # read back, not rewritten
+
+
+def test_offset_runs_the_items_after_the_skipped_ones(hostile_data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["hostile", "run", "--setting", "kre_musique", "--retrieval", "hostile",
+                 "--offset", "1", "--limit", "1", "--out", str(out), "--data-dir",
+                 str(hostile_data), "--no-progress", "--set", "llm.backend=fake"]) == 0
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["kre_musique::q1"]
+    assert json.loads(capsys.readouterr().out)["n"] == 1

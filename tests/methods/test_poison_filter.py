@@ -7,7 +7,7 @@ from faithrag import registry
 from faithrag.config import Config
 from faithrag.llm.fake import FakeLLM
 from faithrag.methods.poison_filter import PoisonFilter
-from faithrag.pipeline import Pipeline
+from faithrag.pipeline import WITHHELD, Pipeline
 from faithrag.types import Passage, Question, Trace
 
 QUESTION = "How many World Series have the Pirates won?"
@@ -103,6 +103,19 @@ def test_built_from_the_registry_with_its_section_and_run_in_a_pipeline():
     assert [r.passage.id for r in result.removed] == ["r", "f"]
     assert [c.kind for c in result.conflicts] == ["poisoning_suspected"]
 
+
+
+def test_two_unbacked_versions_and_nothing_else_get_no_answer_from_memory():
+    config = Config.load(None, {"llm.backend": "fake", "pipeline.rerank": "poison_filter",
+                                "poison_filter.crafted_clusters": False})
+    llm = FakeLLM(default="1921")  # what a guess from memory would say
+    result = Pipeline.from_parts(config, llm, None).run("When was the bridge opened?",
+                                                        [REAL, FAKE])
+    assert result.answer.text == WITHHELD and result.answer.meta["withheld"] == ["r", "f"]
+    assert not llm.calls and result.passages == []
+    (conflict,) = result.conflicts
+    assert conflict.kind == "poisoning_suspected"
+    assert {s.answer for s in conflict.sides} == {"1887", "1921"}
 
 REAL = Passage("r", "The bridge over the Wend at Aldermoor was opened in 1887 by the mayor.")
 FAKE = Passage("f", "The bridge over the Wend at Aldermoor was opened in 1921 by the mayor.")
