@@ -284,7 +284,7 @@ class Pipeline:
                 passages, removed = out.passages, [*removed, *out.removed]
             elif entry.slot == "answer":
                 answer = out
-        assert answer is not None  # the generator always runs
+        assert answer is not None  # the generator, or the withheld answer in its place
         if self.on_conflict != "resolve":
             answer = self._apply_policy(question, answer, trace)
         return Result(question, answer, passages, removed, trace, evidence)
