@@ -45,7 +45,6 @@ def test_stages_run_in_order_and_are_traced():
     assert result.to_dict()["removed"][0]["reason"] == "last"
 
 
-
 class DropAll:
     name = "drop_all"
 
@@ -89,6 +88,7 @@ def test_no_passage_given_is_not_withheld_evidence():
     llm = FakeLLM(default="an answer")
     result = Pipeline(VanillaRAG(llm), reranker=DropAll()).run("q?", passages=[])
     assert result.answer.text == "an answer" and "withheld" not in result.answer.meta
+
 
 def test_one_loop_runs_the_kinds_in_their_order_and_each_stage_is_found_by_its_kind():
     from faithrag import registry

@@ -75,8 +75,9 @@ def _run(args: argparse.Namespace) -> int:
     setting = adapt(setting, args.attack,
                     attack_model(llm, config) if args.attack in MODEL_ATTACKS else None)
     summary = run_hostile(setting, args.retrieval, config, args.out, llm, Pipeline.from_parts,
-                          limit=args.limit, offset=args.offset, k=args.k, poison_count=args.poison_count,
-                          positions=args.poison_positions, workers=args.workers,
+                          limit=args.limit, offset=args.offset, k=args.k,
+                          poison_count=args.poison_count, positions=args.poison_positions,
+                          workers=args.workers,
                           progress=not args.no_progress)
     print(json.dumps(summary, indent=2))
     return 0

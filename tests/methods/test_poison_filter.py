@@ -104,7 +104,6 @@ def test_built_from_the_registry_with_its_section_and_run_in_a_pipeline():
     assert [c.kind for c in result.conflicts] == ["poisoning_suspected"]
 
 
-
 def test_two_unbacked_versions_and_nothing_else_get_no_answer_from_memory():
     config = Config.load(None, {"llm.backend": "fake", "pipeline.rerank": "poison_filter",
                                 "poison_filter.crafted_clusters": False})
@@ -116,6 +115,7 @@ def test_two_unbacked_versions_and_nothing_else_get_no_answer_from_memory():
     (conflict,) = result.conflicts
     assert conflict.kind == "poisoning_suspected"
     assert {s.answer for s in conflict.sides} == {"1887", "1921"}
+
 
 REAL = Passage("r", "The bridge over the Wend at Aldermoor was opened in 1887 by the mayor.")
 FAKE = Passage("f", "The bridge over the Wend at Aldermoor was opened in 1921 by the mayor.")
