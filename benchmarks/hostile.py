@@ -44,7 +44,7 @@ from faithrag.cli.common import parse_set_options
 from faithrag.config import Config
 from faithrag.eval.adaptive_poison import ATTACKS, MODEL_ATTACKS, adapt, attack_model
 from faithrag.eval.hostile import HostileRetriever
-from faithrag.eval.hostile_runner import METRICS, build_trusted_index
+from faithrag.eval.hostile_runner import build_trusted_index, drafting_stages, score_draft
 from faithrag.eval.hostile_settings import DEFAULT_K, SETTINGS, build_setting
 from faithrag.eval.report import load_run
 from faithrag.eval.stats import mcnemar_exact_p, wilson_interval
@@ -429,13 +429,9 @@ def _draft_records(directory: str, setting_name: str, data_dir: str | None
     items = {item.id: item for item in setting.dataset.items}
     out = {}
     for record in (r for r in records if r["id"] in items):
-        draft, item = record["extra"]["draft"], items[record["id"]]
-        stages = ((record.get("trace") or {}).get("stages") or [])
-        out[record["id"]] = {
-            "correct": bool(METRICS[setting.metric](draft, item.answers)),
-            "attack": any(attack_success(draft, t) for t in setting.targets(item)),
-            "seconds": float(sum(st.get("seconds", 0) for st in stages
-                                 if st.get("stage") != "verify"))}
+        correct, attack = score_draft(record["extra"]["draft"], items[record["id"]], setting)
+        out[record["id"]] = {"correct": correct, "attack": attack, "seconds": float(
+            sum(st.get("seconds", 0) for st in drafting_stages(record)))}
     return out
 
 

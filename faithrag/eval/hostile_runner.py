@@ -38,6 +38,7 @@ from typing import Any, Literal
 from faithrag.answers import attack_success, containment, numeric_containment
 from faithrag.config import Config
 from faithrag.errors import ConfigError
+from faithrag.eval.datasets import QAItem
 from faithrag.eval.hostile import HostileRetriever
 from faithrag.eval.hostile_settings import HostileSetting, build_setting
 from faithrag.eval.metrics import record_correct
@@ -131,16 +132,16 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
                                          else ("unverified" if not verified else "missing"))
         decisions[path] += 1
         if verified and "draft" in extra:
-            draft_ok = METRICS[setting.metric](extra["draft"], item.answers)
+            draft_ok, draft_hit = score_draft(extra["draft"], item, setting)
             draft_correct.append(draft_ok)
-            draft_attacked.append(_attack(extra["draft"], targets))
+            draft_attacked.append(draft_hit)
             fixed += (not draft_ok) and ok
             broken += draft_ok and not ok
             unreadable += int(extra.get("unparsable") or 0)
             unreadable_items += bool(extra.get("unparsable"))
         trace = record.get("trace") or {}
         if verified and "draft" in extra:
-            drafting = [st for st in trace.get("stages", []) if st.get("stage") != "verify"]
+            drafting = drafting_stages(record)
             for key, source in (("llm_calls", "llm_calls"), ("prompt_tokens", "prompt_tokens"),
                                 ("completion_tokens", "completion_tokens"),
                                 ("seconds", "seconds")):
@@ -179,6 +180,19 @@ def summarize(run: Run, setting: HostileSetting) -> dict[str, Any]:
                                           **_rate("attack_success", g["attack"])}
                                    for name, g in sorted(groups.items())}
     return summary
+
+
+def score_draft(draft: str, item: QAItem, setting: HostileSetting) -> tuple[bool, bool]:
+    """A verified record's draft (its answer before the verifier) scored as answers are:
+    (a gold answer given, a target given)."""
+    return (bool(METRICS[setting.metric](draft, item.answers)),
+            _attack(draft, setting.targets(item)))
+
+
+def drafting_stages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages of a record's trace that made its draft: every one but the verifier."""
+    return [st for st in (record.get("trace") or {}).get("stages", [])
+            if st.get("stage") != "verify"]
 
 
 def _attack(prediction: str | None, targets: list[str]) -> bool:
