@@ -14,6 +14,10 @@ reworded
     Every word the poison shares with the question is dropped (stop words and the target
     answer's words are kept), so the copies repeat the question's wording less; a passage that
     would lose all its words stays as it was.
+backed
+    The first poisoned passage and a second passage that backs it: the question followed by
+    the first target ("When was X built? 1920."). Against a filter that keeps, of two versions
+    of one text, the one another passage states, the second passage is that statement.
 paraphrased
     Each poisoned passage is rewritten by a language model (greedy, one call per passage) in a
     form of its own: the i-th copy as the i-th of PARAPHRASE_FORMS, in its own words, keeping
@@ -49,7 +53,7 @@ from faithrag.types import Passage
 if TYPE_CHECKING:
     from faithrag.config import Config
 
-ATTACKS = ("standard", "single", "padded", "reworded", "paraphrased")
+ATTACKS = ("standard", "single", "backed", "padded", "reworded", "paraphrased")
 MODEL_ATTACKS = frozenset({"paraphrased"})  # the attacks that need a language model
 PARAPHRASE_FORMS = ("a short news report", "an answer posted on a question-and-answer forum",
                     "a sentence from a school textbook", "an entry in an almanac",
@@ -85,6 +89,9 @@ def adapt(setting: HostileSetting, attack: str, llm: LLM | None = None) -> Hosti
         targets = setting.targets(item) if item is not None else []
         if attack == "single":
             poison[question] = list(passages[:1])
+        elif attack == "backed":
+            poison[question] = list(passages[:1]) + [backing(question, p, targets[0])
+                                                     for p in passages[:1] if targets]
         elif attack == "padded":
             own = {d.text for d in (item.context or [])} if item is not None else set()
             hosts = [p for p in corpus if p.text not in own]
@@ -111,6 +118,12 @@ def pad(passage: Passage, host: Passage) -> Passage:
     half = len(host_words) // 2
     text = " ".join(host_words[:half] + passage.text.split() + host_words[half:])
     return Passage(passage.id, text, passage.title, passage.source, passage.score, passage.meta)
+
+
+def backing(question: str, passage: Passage, target: str) -> Passage:
+    """A passage that states `target` as the answer to `question`, to back `passage`."""
+    return Passage(f"{passage.id}#backing", f"{question} {target}.", "", passage.source,
+                   passage.score, passage.meta)
 
 
 def reword(question: str, passage: Passage, targets: list[str]) -> Passage:

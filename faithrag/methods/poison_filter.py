@@ -10,9 +10,10 @@ injection are looked for (faithrag.methods.poison_signals):
   and set inside longer real text clusters with its copies (more embeddings per passage).
 - **altered copies**: passages that are one text with a stretch replaced. A version whose
   replaced words another passage of the retrieval (outside the copy group) also states is
-  backed: the versions that are not are removed. When no version is backed, nothing says which
-  copy is the original and every one is removed; when every version is backed (two real pages
-  of one template), all are kept and the conflict is reported (action "kept").
+  backed. When every version is backed (two real pages of one template), all are kept and the
+  conflict is reported (action "kept"). Otherwise every version is removed, and with them the
+  passages that back one: an injector can place a backing passage as easily as the copy, so
+  backing never decides which version is the original (the filter takes no side).
 Passages keep their incoming order; a removed passage's reason names the signal and the
 passages it shares it with. With `top_k`, only the first `top_k` passages left are passed on
 (as a ranker's `top_k` does): retrieve more passages than an attacker can place (the
@@ -125,27 +126,27 @@ class PoisonFilter:
                     KIND, self.name, [passages_side("", [passages[i] for i in members])],  # type: ignore[arg-type]
                     "removed", None, f"{len(members)} passages written alike for the question"))
             for group, edits in self._copy_groups(passages):
-                backed = self._corroborated(passages, group, edits)
+                backing = self._backing(passages, group, edits)
+                backed = [i for i in group if backing[i]]
                 ids = ", ".join(passages[i].id for i in group)
                 if len(backed) == len(group):
-                    action, dropped = "kept", []  # every version stands elsewhere too
-                elif backed:
-                    action, dropped = "removed", [i for i in group if i not in backed]
+                    action = "kept"  # every version stands elsewhere too
                 else:
-                    action, dropped = "removed", list(group)
-                for i in dropped:
-                    removed.setdefault(i, f"altered copy: passages {ids} are one text with a "
-                                          "stretch replaced" + (
-                                              "; another passage backs "
-                                              + ", ".join(passages[j].id for j in backed)
-                                              if backed else ""))
+                    action = "removed"
+                    for i in group:
+                        removed.setdefault(i, f"altered copy: passages {ids} are one text with "
+                                              "a stretch replaced")
+                    for j in sorted({j for i in backed for j in backing[i]}):
+                        removed.setdefault(j, f"backs one version of the altered copies {ids}; "
+                                              "a backing passage can be injected too")
                 versions = {i: ", ".join(edits[i]) for i in group}
                 conflicts.append(Conflict(KIND, self.name, [  # type: ignore[arg-type]
                     ConflictSide(versions[i], excerpt(passages[i].text, versions[i]),
                                  [passages[i].id], passages[i].source) for i in group],
                     action, None, "one text in several versions: "
                     + "; ".join(f"{passages[i].id}: {versions[i]}" for i in group if versions[i])
-                    + (f"; backed by other passages: {', '.join(passages[j].id for j in backed)}"
+                    + (f"; versions backed by other passages: "
+                       f"{', '.join(passages[i].id for i in backed)}"
                        if backed else "; no other passage backs a version")))
             left = [p for i, p in enumerate(passages) if i not in removed]
             kept = left[:self.top_k]
@@ -210,14 +211,15 @@ class PoisonFilter:
                 for members in groups]
 
     @staticmethod
-    def _corroborated(passages: Sequence[Passage], group: list[int],
-                      edits: dict[int, list[str]]) -> list[int]:
-        """The members of a copy group whose every replaced stretch some passage outside the
-        group also holds (whole words)."""
-        outside = [" " + " ".join(words(p.text)) + " "
-                   for j, p in enumerate(passages) if j not in group]
-        return [i for i in group if edits[i] and any(
-            all(f" {stretch} " in text for stretch in edits[i]) for text in outside)]
+    def _backing(passages: Sequence[Passage], group: list[int],
+                 edits: dict[int, list[str]]) -> dict[int, list[int]]:
+        """For each member of a copy group, the passages outside the group that hold every one
+        of its replaced stretches (whole words)."""
+        outside = {j: " " + " ".join(words(p.text)) + " "
+                   for j, p in enumerate(passages) if j not in group}
+        return {i: [j for j, text in outside.items()
+                    if edits[i] and all(f" {stretch} " in text for stretch in edits[i])]
+                for i in group}
 
 
 @section("poison_filter")

@@ -24,6 +24,16 @@ def test_single_keeps_the_first_poisoned_passage(hostile_data):
     assert single.notes["attack"] == "single" and "attack" not in setting.notes
 
 
+def test_backed_keeps_the_first_copy_and_adds_the_question_answered_with_the_target(
+        hostile_data):
+    setting = build_setting("kre_musique", hostile_data)
+    item = setting.dataset.items[0]
+    first, backer = adapt(setting, "backed").poison[item.question]
+    assert first == setting.poison[item.question][0]
+    target = setting.targets(item)[0]
+    assert backer.text == f"{item.question} {target}." and backer.id == f"{first.id}#backing"
+
+
 def test_padded_sets_each_copy_inside_a_clean_passage_of_another_item(hostile_data):
     setting = build_setting("kre_musique", hostile_data)
     item = setting.dataset.items[0]
