@@ -222,7 +222,7 @@ def test_forced_tokens_score_whole_choices_exactly_after_one_probe():
 
 def test_a_server_taking_grammars_scores_each_choice_in_one_request():
     server = ForcingServer(grammar="canonical")
-    llm = server_llm(server)
+    llm = server_llm(server, concurrency=1)  # the requests in the choices' order
     request = ChoiceRequest(user_prompt("q"), ("New York", "New Delhi", "Paris"), "A: ")
     first = llm.score_choices(request)
     context = "<s>user: q\nassistant: A: "
