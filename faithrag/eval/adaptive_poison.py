@@ -90,8 +90,9 @@ def adapt(setting: HostileSetting, attack: str, llm: LLM | None = None) -> Hosti
         if attack == "single":
             poison[question] = list(passages[:1])
         elif attack == "backed":
-            poison[question] = list(passages[:1]) + [backing(question, p, targets[0])
-                                                     for p in passages[:1] if targets]
+            poison[question] = list(passages[:1])
+            if passages and targets:
+                poison[question].append(backing(question, passages[0], targets[0]))
         elif attack == "padded":
             own = {d.text for d in (item.context or [])} if item is not None else set()
             hosts = [p for p in corpus if p.text not in own]
