@@ -125,9 +125,11 @@ PipelineConfig = create_model(
     **{entry.key: (str, Field(entry.default, description=entry.doc)) if not entry.optional
        else (str | None, Field(entry.default, description=f'{entry.doc}; "none": none'))
        for entry in registry.KINDS},
-    on_conflict=(Literal["resolve", "surface", "abstain"], Field(
-        "surface", description="what the answer does when a stage reports a conflict. "
+    on_conflict=(Literal["resolve", "surface", "flag", "by_kind", "abstain"], Field(
+        "by_kind", description="what the answer does when a stage reports a conflict. "
         "resolve: the stages' own decision; surface: give each reading with its sources; "
+        "flag: the stages' answer, naming the passages that disagree; by_kind: surface an "
+        "ambiguous question's readings, flag any other conflict; "
         "abstain: say the evidence conflicts and show the sides")))
 
 

@@ -135,7 +135,9 @@ class Pipeline:
     """retrieve -> rerank -> generate -> verify -> detect over the stages given, then the
     `on_conflict` policy over the conflicts the stages reported (faithrag.methods.conflicts:
     "resolve" leaves the answer to the stages, "surface" gives each reading with its sources,
-    "abstain" says the evidence conflicts; a context-vs-memory conflict alone changes nothing,
+    "flag" keeps the answer and names the passages that disagree, "by_kind" surfaces an
+    ambiguous question's readings and flags the rest, "abstain" says the evidence conflicts;
+    a context-vs-memory conflict alone changes nothing,
     since the context is trusted over the model's memory).
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
@@ -190,8 +192,9 @@ class Pipeline:
           `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
           With none, questions are answered from the passages given to `run`.
         - The default pipeline answers (`vanilla`), reports the conflicts the evidence holds
-          (`conflicts`) and, where the passages disagree or the question is ambiguous, gives
-          each reading with its sources (`on_conflict="surface"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
+          (`conflicts`), gives each reading with its sources where the question is ambiguous,
+          and names the passages that disagree where passages disagree about one subject
+          (`on_conflict="by_kind"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
           the generator alone); a stage keyword set to None (`detect=None`) runs none of
           its kind.
         - `kb`: a trusted knowledge base: sets antisyco.kb and, unless `verify` is given,

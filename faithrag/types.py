@@ -61,12 +61,12 @@ class LLMCallRecord:
 ConflictKind = Literal["context_vs_memory", "passage_vs_passage", "ambiguous",
                        "contradicted_by_trusted_kb", "low_relevance", "poisoning_suspected"]
 CONFLICT_KINDS: tuple[str, ...] = ConflictKind.__args__
-# The kinds the pipeline's `on_conflict` policy acts on ("surface", "abstain"); the others are
+# The kinds the pipeline's `on_conflict` policy acts on (all but "resolve"); the others are
 # reported only (see faithrag.methods.conflicts).
 POLICY_KINDS: tuple[str, ...] = ("passage_vs_passage", "ambiguous", "contradicted_by_trusted_kb")
 # What the pipeline did about a conflict: `reported` = found and left alone (detect-only).
-ConflictAction = Literal["kept", "removed", "repaired", "fell_back", "surfaced", "abstained",
-                         "reported"]
+ConflictAction = Literal["kept", "removed", "repaired", "fell_back", "surfaced", "flagged",
+                         "abstained", "reported"]
 CheckStatus = Literal["conflict", "no_conflict", "could_not_tell"]
 
 

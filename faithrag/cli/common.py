@@ -13,6 +13,7 @@ from faithrag import registry
 from faithrag.config import Config
 from faithrag.errors import require_modules
 from faithrag.llm.models import PRESETS
+from faithrag.methods.conflicts import POLICIES
 from faithrag.retrieval.index import MANIFEST
 from faithrag.retrieval.locations import is_lancedb
 
@@ -41,10 +42,11 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                    help="plain RAG: the " + registry.PLAIN_RAG["pipeline.method"] + " answer "
                    "alone, no other stage, conflicts left to it (the stage flags given with "
                    "it still apply)")
-    g.add_argument("--on-conflict", choices=["resolve", "surface", "abstain"],
+    g.add_argument("--on-conflict", choices=POLICIES,
                    help="when a stage reports conflicting sources: resolve (the stages decide), "
-                   "surface (give each reading with its sources, default), abstain (say the "
-                   "evidence conflicts)")
+                   "surface (give each reading with its sources), flag (the answer, naming the "
+                   "passages that disagree), by_kind (surface an ambiguous question's readings, "
+                   "flag any other conflict; default), abstain (say the evidence conflicts)")
     g.add_argument("--kb", help="a trusted knowledge base to verify answers against: an index "
                    "directory, lancedb:URI, or a folder of documents (sets antisyco.kb; "
                    "--verify antisyco unless --verify is given)")

@@ -68,7 +68,7 @@ def verdict(case: dict[str, Any], result: Result) -> str:
     others = [o for o in case["other"] if containment(text, [o])]
     if right and not others:
         return "✓"
-    if right and result.answer.meta.get("on_conflict") in ("surface", "abstain"):
+    if right and result.answer.meta.get("readings_listed"):
         return "shown"
     return "✗"
 

@@ -12,7 +12,7 @@ Records (OUT/records.jsonl, one per item x way, appended and fsynced; a re-run s
 there, so a run stopped at any point resumes) hold no gold answer, only what is derived from
 one: `correct` (the slice's criterion), `informed` (correct, or every gold answer stated and
 any wrong one only as a reading of a surfaced conflict, its sources named), `attacked` (a
-hostile slice's target stated), `surfaced` (the policy rewrote the answer), the answer and the
+hostile slice's target stated), `surfaced` (the answer lists the readings), the answer and the
 answer before the policy, conflicts and removed passages, wall seconds and LLM calls.
 OUT/suite.json records the slices, seed, per-slice count, skip and both configurations; a resume
 with other settings is refused. `shard=(i, n)` runs every n-th item from the i-th (1-based),
@@ -55,7 +55,7 @@ def score(item: SuiteItem, result: Result) -> dict[str, Any]:
     """The figures of one answer (see the module docstring)."""
     answer = result.answer
     text, choice = answer.text, answer.choice_index
-    surfaced = answer.meta.get("on_conflict") in ("surface", "abstain")
+    surfaced = bool(answer.meta.get("readings_listed"))
     golds = gold_given(item, text, choice)
     wrong = wrong_given(item, text)
     return {"correct": golds and not wrong,

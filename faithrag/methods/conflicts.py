@@ -5,23 +5,30 @@ Quoting: a side never invents its text. `excerpt` quotes the sentence of a passa
 the side's answer (whole tokens), else the passage's start, at most `QUOTE_CHARS` characters;
 `passages_side` builds a side from the passages behind one answer.
 
-The policy (`apply_on_conflict`), applied by `Pipeline.run` after every stage has run:
+The policy (`apply_on_conflict`), applied by `Pipeline.run` after every stage has run, acts
+on the conflicts of a kind in `types.POLICY_KINDS` (`passage_vs_passage`, `ambiguous`,
+`contradicted_by_trusted_kb`):
 - "resolve": the stages' own decision stands (nothing here runs).
-- "surface": when some stage reported a conflict of a kind in `types.POLICY_KINDS`
-  (`passage_vs_passage`, `ambiguous`, `contradicted_by_trusted_kb`), the answer gives each
-  reading with its sources, e.g. "Mutemath (per [p1]); The Beatles (per [p2]) — the sources
-  disagree". Readings are the sides' answers, merged across conflicts when two are the same
-  answer; a side with no answer read is given by a short quote of its passage. For a
-  multiple-choice question the stage's pick stays in `choice_index` (a caller that needs one
-  option still has it) and the text lists the readings.
-- "abstain": on the same kinds, the answer says the evidence conflicts and lists the sides
-  with their sources; `choice_index` is None.
+- "surface": the answer gives each reading with its sources, e.g. "Mutemath (per [p1]); The
+  Beatles (per [p2]) — the sources disagree". Readings are the sides' answers, merged across
+  conflicts when two are the same answer; a side with no answer read is given by a short quote
+  of its passage. For a multiple-choice question the stage's pick stays in `choice_index` (a
+  caller that needs one option still has it) and the text lists the readings.
+- "flag": the stages' answer stands and names the passages that give another answer, e.g.
+  "Mutemath — the sources disagree ([p2])": the user is told, and a reading that may be
+  injected or edited is not repeated (its side, with its quote, is in the conflict report).
+- "by_kind": "surface" for `ambiguous` (a question that names several subjects has several
+  right answers), "flag" for the other kinds (of two sides that disagree about one subject,
+  one is wrong).
+- "abstain": the answer says the evidence conflicts and lists the sides with their sources;
+  `choice_index` is None.
 `context_vs_memory` alone never changes the answer: the project trusts the retrieved context
 over the model's memory (see DESIGN, "Whom to trust"); it is reported, not acted on.
 `low_relevance` is reported, not acted on either (it is no disagreement between sides).
-The conflicts acted on get the action "surfaced" or "abstained" (the stage's own action is kept
-in their note), and `Answer.meta` records `on_conflict`, the indices of those conflicts in
-`Result.conflicts`, and the answer the stages had given (`resolved_answer`).
+The conflicts acted on get the action "surfaced", "flagged" or "abstained" (the stage's own
+action is kept in their note), and `Answer.meta` records `on_conflict`, the indices of those
+conflicts in `Result.conflicts`, the answer the stages had given (`resolved_answer`) and
+whether the text lists the readings (`readings_listed`).
 
 Example:
     >>> from faithrag.types import Answer, Conflict, ConflictSide, Question
@@ -29,6 +36,8 @@ Example:
     >>> conflict = Conflict("passage_vs_passage", "conflicts", sides, "reported")
     >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "surface").text
     'Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree'
+    >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "by_kind").text
+    'Mutemath — the sources disagree ([p2])'
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage
 
 QUOTE_CHARS = 240
 SHORT_QUOTE_CHARS = 60  # a side without an answer, in a surfaced or abstaining answer
-POLICIES = ("resolve", "surface", "abstain")  # config.PipelineConfig.on_conflict
+POLICIES = ("resolve", "surface", "flag", "by_kind", "abstain")  # pipeline.on_conflict
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -97,6 +106,28 @@ def _render(items: list[tuple[str, list[str]]]) -> str:
                      for label, ids in items)
 
 
+def _dissenting_ids(answer: Answer, conflicts: Sequence[Conflict],
+                    question: Question) -> list[str]:
+    """The passage ids of the sides of `conflicts` that do not give `answer` (all of them when
+    none does), in order, each once."""
+    def gives(side: ConflictSide) -> bool:
+        if question.choices:
+            return side.answer.strip() == answer.text.strip()
+        return bool(side.answer.strip()) and same_answer(side.answer, answer.text)
+    sides = [side for conflict in conflicts for side in conflict.sides]
+    others = [side for side in sides if not gives(side)] if any(map(gives, sides)) else sides
+    ids = [i for side in others for i in (side.passages or ([side.source] if side.source else []))]
+    return list(dict.fromkeys(ids))
+
+
+def _mark(conflicts: Sequence[Conflict], action: str) -> None:
+    for conflict in conflicts:
+        stage_action = conflict.action
+        conflict.action = action  # type: ignore[assignment]
+        conflict.note = (f"{conflict.note}; " if conflict.note else "") + (
+            f"the stage's action: {stage_action}")
+
+
 def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Conflict],
                       policy: str) -> Answer:
     """The answer under `policy` (see the module docstring); `answer` itself when the policy is
@@ -107,21 +138,27 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
     acted = [i for i, c in enumerate(conflicts) if c.kind in POLICY_KINDS]
     if policy == "resolve" or not acted:
         return answer
-    chosen = [conflicts[i] for i in acted]
-    listed = _render(readings(chosen, question))
-    action = "surfaced" if policy == "surface" else "abstained"
-    for conflict in chosen:
-        stage_action = conflict.action
-        conflict.action = action  # type: ignore[assignment]
-        conflict.note = (f"{conflict.note}; " if conflict.note else "") + (
-            f"the stage's action: {stage_action}")
     meta = {**answer.meta, "on_conflict": policy, "conflicts": acted,
-            "resolved_answer": answer.text}
-    if policy == "surface":
-        ambiguous = all(c.kind == "ambiguous" for c in chosen)
-        tail = ("the sources speak of different subjects that share a name" if ambiguous
-                else "the sources disagree")
-        return Answer(f"{listed} — {tail}", answer.choice_index, answer.reason,
+            "resolved_answer": answer.text, "readings_listed": policy != "flag"}
+    if policy == "abstain":
+        chosen = [conflicts[i] for i in acted]
+        _mark(chosen, "abstained")
+        return Answer("The evidence conflicts, so no single answer is given: "
+                      f"{_render(readings(chosen, question))}.", None, answer.reason,
                       answer.parse_status, answer.raw, meta)
-    return Answer(f"The evidence conflicts, so no single answer is given: {listed}.", None,
-                  answer.reason, answer.parse_status, answer.raw, meta)
+    shown = [i for i in acted if policy == "surface" or (
+        policy == "by_kind" and conflicts[i].kind == "ambiguous")]
+    surfaced = [conflicts[i] for i in shown]
+    flagged = [conflicts[i] for i in acted if i not in shown]
+    text = answer.text
+    if surfaced:
+        tail = ("the sources speak of different subjects that share a name"
+                if all(c.kind == "ambiguous" for c in surfaced) else "the sources disagree")
+        text = f"{_render(readings(surfaced, question))} — {tail}"
+    if flagged:
+        ids = _dissenting_ids(answer, flagged, question)
+        text += f" — the sources disagree ({', '.join(f'[{i}]' for i in ids)})" if ids else ""
+    meta["readings_listed"] = bool(surfaced)
+    _mark(surfaced, "surfaced")
+    _mark(flagged, "flagged")
+    return Answer(text, answer.choice_index, answer.reason, answer.parse_status, answer.raw, meta)
