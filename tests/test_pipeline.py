@@ -158,7 +158,7 @@ def test_the_default_pipeline_answers_and_reports_and_plain_rag_only_answers(tmp
                       bridge="The Golden Gate Bridge opened in 1937.")
     default = Pipeline.from_config(docs=docs, llm=FakeLLM(default="1889"))
     assert (default.reranker, default.detector.name, default.on_conflict) == (
-        None, "conflicts", "surface")
+        None, "conflicts", "by_kind")
     steps = [s.stage for s in default.run("When was the Eiffel Tower done?").trace.steps]
     assert steps[:2] == ["retrieve", "generate"] and "detect" in steps
     for plain in (Pipeline.from_config(docs=docs, llm=FakeLLM(), plain=True),
@@ -344,6 +344,8 @@ class Disagreement:
 @pytest.mark.parametrize("policy, text", [
     ("resolve", "yes"),
     ("surface", "yes (per [p0]); no (per [p1]) — the sources disagree"),
+    ("flag", "yes — the sources disagree ([p1])"),
+    ("by_kind", "yes — the sources disagree ([p1])"),
     ("abstain", ("The evidence conflicts, so no single answer is given: yes (per [p0]); no "
                  "(per [p1]).")),
 ])
@@ -356,15 +358,16 @@ def test_the_conflict_policy_runs_after_every_stage(policy, text):
     stages = [s.stage for s in result.trace.steps]
     assert stages == ["generate", "detect"] + ([] if policy == "resolve" else ["policy"])
     data = result.to_dict()
-    assert data["conflicts"][0]["action"] == {"resolve": "reported", "surface": "surfaced",
-                                              "abstain": "abstained"}[policy]
+    assert data["conflicts"][0]["action"] == {
+        "resolve": "reported", "surface": "surfaced", "flag": "flagged", "by_kind": "flagged",
+        "abstain": "abstained"}[policy]
     assert data["on_conflict"] == (None if policy == "resolve" else {
         "on_conflict": policy, "conflicts": [0], "resolved_answer": "yes"})
 
 
 def test_a_memory_conflict_alone_leaves_the_answer_under_every_policy():
     passages = [Passage(f"p{i}", f"text {i}") for i in range(2)]
-    for policy in ("surface", "abstain"):
+    for policy in ("surface", "flag", "by_kind", "abstain"):
         result = Pipeline(VanillaRAG(FakeLLM(default="yes")),
                           detector=Disagreement("context_vs_memory"),
                           on_conflict=policy).run("q?", passages)

@@ -157,7 +157,7 @@ def test_the_kinds_table_gives_each_kind_its_key_flag_and_call():
 def test_the_default_pipeline_reports_conflicts_and_plain_rag_is_one_setting_away():
     defaults = Config().pipeline
     assert (defaults.method, defaults.rerank, defaults.verify, defaults.detect,
-            defaults.on_conflict) == ("vanilla", None, None, "conflicts", "surface")
+            defaults.on_conflict) == ("vanilla", None, None, "conflicts", "by_kind")
     plain = Config.load(None, registry.PLAIN_RAG).pipeline
     assert plain.stages() == [("generator", "vanilla")] and plain.on_conflict == "resolve"
 

@@ -74,12 +74,13 @@ def test_each_item_is_answered_both_ways_on_the_same_passages(tmp_path, toy_slic
                           for way in suite.WAYS}
     plain, piped = by_id["toy_conflict/two/plain"], by_id["toy_conflict/two/pipeline"]
     assert plain["passages"] == piped["passages"] == ["two#c0", "two#c1"]
-    # plain RAG answers one reading; the default pipeline reports the conflict and surfaces both
+    # plain RAG answers one reading; the default pipeline reports the conflict and names the
+    # passage that disagrees, without repeating its reading
     assert plain["answer"] == "Mutemath" and not plain["surfaced"] and plain["conflicts"] == []
-    assert piped["surfaced"] and piped["conflicts"] == ["passage_vs_passage"]
-    assert "Mutemath (per [two#c0])" in piped["answer"] and "Coldplay" in piped["answer"]
+    assert not piped["surfaced"] and piped["conflicts"] == ["passage_vs_passage"]
+    assert piped["answer"] == "Mutemath — the sources disagree ([two#c1])"
     assert piped["resolved_answer"] == plain["answer"]
-    assert (plain["correct"], piped["correct"], piped["informed"]) == (False, True, True)
+    assert (plain["correct"], piped["correct"], piped["informed"]) == (False, False, False)
     assert plain["attacked"] is None and plain["kind"] == "conflict"
     clean = by_id["toy_clean/one/pipeline"]
     assert clean["correct"] and not clean["surfaced"] and clean["kind"] == "clean"
@@ -150,6 +151,15 @@ def test_unknown_suites_and_slices_are_refused_before_anything_loads(tmp_path):
     assert "nope" in str(caught.value)
 
 
+def test_surfacing_both_readings_is_correct_where_both_are_gold(tmp_path, toy_slices, llm):
+    surface = Config.load(None, {"llm.backend": "fake", "pipeline.on_conflict": "surface"})
+    records = suite.run_suite(surface, tmp_path, slices=["toy_conflict"],
+                              llms={"plain": llm, "pipeline": llm})
+    piped = next(r for r in records if r["way"] == "pipeline")
+    assert piped["surfaced"] and "Mutemath (per [two#c0])" in piped["answer"]
+    assert (piped["correct"], piped["informed"]) == (True, True)
+
+
 def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
     item = SuiteItem("kre_squad_hostile", "x", Question("How much?"), [], ["200,000 krone"],
                      ["300,000 krone"])
@@ -163,7 +173,7 @@ def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
             self.answer = answer
 
     both = "200,000 krone (per [a]); 300,000 krone (per [b]) — the sources disagree"
-    assert suite.score(item, Result(Answer(both, {"on_conflict": "surface"}))) == {
+    assert suite.score(item, Result(Answer(both, {"readings_listed": True}))) == {
         "correct": False, "informed": True, "attacked": True, "surfaced": True}
     assert suite.score(item, Result(Answer("200,000 krone or 300,000 krone"))) == {
         "correct": False, "informed": False, "attacked": True, "surfaced": False}

@@ -40,8 +40,49 @@ def test_surface_gives_each_reading_with_its_sources():
     answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [conflict], "surface")
     assert answer.text == "Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree"
     assert answer.meta == {"on_conflict": "surface", "conflicts": [0],
-                           "resolved_answer": "Mutemath"}
+                           "resolved_answer": "Mutemath", "readings_listed": True}
     assert conflict.action == "surfaced" and "the stage's action: removed" in conflict.note
+
+
+def test_flag_keeps_the_answer_and_names_only_the_passages_that_disagree():
+    conflict = pair(action="removed")
+    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [conflict], "flag")
+    assert answer.text == "Mutemath — the sources disagree ([p2])"
+    assert "Beatles" not in answer.text and not answer.meta["readings_listed"]
+    assert conflict.action == "flagged" and "the stage's action: removed" in conflict.note
+
+
+def test_flag_names_every_side_when_none_gives_the_answer():
+    answer = apply_on_conflict(QUESTION, Answer("Queen"), [pair()], "flag")
+    assert answer.text == "Queen — the sources disagree ([p1], [p2])"
+
+
+def test_flag_matches_an_option_by_its_text():
+    question = Question(QUESTION.text, choices=["Mutemath", "The Beatles"])
+    answer = apply_on_conflict(question, Answer("The Beatles", 1), [pair()], "flag")
+    assert answer.text == "The Beatles — the sources disagree ([p1])"
+    assert answer.choice_index == 1
+
+
+def test_by_kind_surfaces_ambiguity_and_flags_a_disagreement():
+    ambiguous, disagreement = pair("ambiguous"), pair()
+    listed = apply_on_conflict(QUESTION, Answer("Mutemath"), [ambiguous], "by_kind")
+    assert listed.text == ("Mutemath (per [p1]); The Beatles (per [p2]) — the sources speak of "
+                           "different subjects that share a name")
+    assert listed.meta["readings_listed"] and ambiguous.action == "surfaced"
+    flagged = apply_on_conflict(QUESTION, Answer("Mutemath"), [disagreement], "by_kind")
+    assert flagged.text == "Mutemath — the sources disagree ([p2])"
+    assert not flagged.meta["readings_listed"] and disagreement.action == "flagged"
+
+
+def test_by_kind_with_both_kinds_lists_the_ambiguous_readings_and_flags_the_rest():
+    edited = Passage("p3", "Armistice was recorded by Queen.")
+    disagreement = Conflict("passage_vs_passage", "conflicts", [
+        passages_side("Mutemath", [MUTEMATH]), passages_side("Queen", [edited])], "reported")
+    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [pair("ambiguous"), disagreement],
+                               "by_kind")
+    assert answer.text.endswith("share a name — the sources disagree ([p3])")
+    assert "Queen" not in answer.text and answer.meta["conflicts"] == [0, 1]
 
 
 def test_ambiguity_is_worded_as_two_subjects():
@@ -70,7 +111,7 @@ def test_memory_and_relevance_conflicts_alone_change_nothing():
                        passages_side("Mutemath", [MUTEMATH])], "reported")
     irrelevant = Conflict("low_relevance", "conflicts", [], "reported")
     draft = Answer("Mutemath")
-    for policy in ("surface", "abstain", "resolve"):
+    for policy in ("surface", "flag", "by_kind", "abstain", "resolve"):
         assert apply_on_conflict(QUESTION, draft, [memory, irrelevant], policy) is draft
     assert memory.action == "reported"
     assert apply_on_conflict(QUESTION, draft, [pair()], "resolve") is draft

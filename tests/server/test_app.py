@@ -50,7 +50,7 @@ def test_methods_lists_the_registered_stages_and_the_defaults(start_server):
     assert body["rerankers"] == registry.names("reranker") and "crossval" in body["rerankers"]
     assert body["verifiers"] == registry.names("verifier") == ["antisyco"]
     assert body["detectors"] == registry.names("detector")
-    assert body["on_conflict"] == ["resolve", "surface", "abstain"]
+    assert body["on_conflict"] == ["resolve", "surface", "flag", "by_kind", "abstain"]
     assert body["defaults"] == {"method": "vanilla", "rerank": None, "verify": None,
                                 "detect": None, "on_conflict": "resolve", "k": 3}
     assert body["retrieval"] is False
@@ -165,7 +165,7 @@ def test_null_switches_off_a_stage_the_server_runs_by_default(start_server):
     ("rerank", "shuffle", "bi_encoder, crossval"),
     ("verify", "trust_me", "antisyco, or null for none"),
     ("detect", "everything", "null"),
-    ("on_conflict", "guess", "resolve, surface, abstain."),
+    ("on_conflict", "guess", "resolve, surface, flag, by_kind, abstain."),
 ])
 def test_unknown_stage_names_are_refused_naming_the_valid_ones(start_server, field, value,
                                                                 valid):

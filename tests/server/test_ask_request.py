@@ -67,8 +67,8 @@ def test_a_detector_is_chosen_by_name_and_null_or_a_left_out_policy_is_the_defau
 
 @pytest.mark.parametrize("field, value, hint", [
     ("detect", "watchful", "Choose one of: watch, wide, or null for none."),
-    ("on_conflict", "ignore", "Choose one of: resolve, surface, abstain."),
-    ("on_conflict", "", "Choose one of: resolve, surface, abstain."),
+    ("on_conflict", "ignore", "Choose one of: resolve, surface, flag, by_kind, abstain."),
+    ("on_conflict", "", "Choose one of: resolve, surface, flag, by_kind, abstain."),
 ])
 def test_an_unknown_detector_or_policy_is_a_400_naming_the_valid_ones(field, value, hint):
     with pytest.raises(RequestError) as refused:
@@ -113,5 +113,5 @@ def test_the_schema_documents_every_field():
     schema = AskBody.model_json_schema()
     assert set(schema["properties"]) == {"question", "choices", "passages", "method", "rerank",
                                          "verify", "detect", "on_conflict", "k"}
-    assert schema["properties"]["on_conflict"]["enum"] == ["resolve", "surface", "abstain", None]
+    assert schema["properties"]["on_conflict"]["enum"] == ["resolve", "surface", "flag", "by_kind", "abstain", None]
     assert schema["required"] == ["question"] and schema["additionalProperties"] is False

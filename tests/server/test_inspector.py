@@ -158,7 +158,7 @@ def test_the_script_draws_a_real_result_as_text(start_server, tmp_path):
     assert all(f'"{entry.key}"' not in client.get("/").body.decode() for entry in registry.KINDS)
     assert drawn["selects"]["verify"] == ["", *replies["/v1/methods"]["verifiers"]]
     assert drawn["selects"]["detect"] == ["", *replies["/v1/methods"]["detectors"]]
-    assert drawn["selects"]["onConflict"] == ["resolve", "surface", "abstain"]
+    assert drawn["selects"]["onConflict"] == ["resolve", "surface", "flag", "by_kind", "abstain"]
     assert drawn["chosen"] == {"method": "vanilla", "k": 5}
     assert drawn["answer"].startswith(HOSTILE[:40]) and "parse ok" in drawn["answer"]
     assert "p1" in drawn["evidence"] and "Canberra is the capital." in drawn["evidence"]
@@ -279,7 +279,7 @@ def test_the_inspector_draws_a_conflicts_sides_next_to_each_other(start_server, 
     assert [o.text for o in detect.options] == ["(none)", *client.service.stages["detector"]]
     assert "test_silent" in client.service.stages["detector"]
     on_conflict = Select(driver.find_element(By.ID, "on-conflict"))
-    assert [o.text for o in on_conflict.options] == ["resolve", "surface", "abstain"]
+    assert [o.text for o in on_conflict.options] == ["resolve", "surface", "flag", "by_kind", "abstain"]
     assert on_conflict.first_selected_option.text == "resolve"
     driver.find_element(By.ID, "question").send_keys("What is the capital of Australia?")
     driver.find_element(By.ID, "passages").send_keys(

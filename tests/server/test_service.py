@@ -71,7 +71,7 @@ def test_the_detector_and_the_conflict_policy_are_part_of_the_choice(conflict_st
     assert built == [("test_silent", "abstain"), ("test_silent", "surface"), (None, "resolve")]
     detectors = svc.methods()["detectors"]
     assert detectors == registry.names("detector") and "test_silent" in detectors
-    assert svc.methods()["on_conflict"] == ["resolve", "surface", "abstain"]
+    assert svc.methods()["on_conflict"] == ["resolve", "surface", "flag", "by_kind", "abstain"]
     assert svc.methods()["defaults"]["on_conflict"] == "abstain"
 
 
