@@ -128,8 +128,9 @@ PipelineConfig = create_model(
     on_conflict=(Literal["resolve", "surface", "flag", "by_kind", "abstain"], Field(
         "by_kind", description="what the answer does when a stage reports a conflict. "
         "resolve: the stages' own decision; surface: give each reading with its sources; "
-        "flag: the stages' answer, naming the passages that disagree; by_kind: surface an "
-        "ambiguous question's readings, flag any other conflict; "
+        "flag: the stages' answer, naming the passages that disagree; by_kind: flag where one "
+        "side is an edited copy of another or a trusted source contradicts the answer, surface "
+        "otherwise; "
         "abstain: say the evidence conflicts and show the sides")))
 
 

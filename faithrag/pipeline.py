@@ -135,8 +135,9 @@ class Pipeline:
     """retrieve -> rerank -> generate -> verify -> detect over the stages given, then the
     `on_conflict` policy over the conflicts the stages reported (faithrag.methods.conflicts:
     "resolve" leaves the answer to the stages, "surface" gives each reading with its sources,
-    "flag" keeps the answer and names the passages that disagree, "by_kind" surfaces an
-    ambiguous question's readings and flags the rest, "abstain" says the evidence conflicts;
+    "flag" keeps the answer and names the passages that disagree, "by_kind" flags where one
+    side is an edited copy of another or a trusted source contradicts the answer and surfaces
+    the rest, "abstain" says the evidence conflicts;
     a context-vs-memory conflict alone changes nothing,
     since the context is trusted over the model's memory).
 
@@ -192,8 +193,8 @@ class Pipeline:
           `passages` (indexed in memory), `retriever` (anything with `retrieve(query, k)`).
           With none, questions are answered from the passages given to `run`.
         - The default pipeline answers (`vanilla`), reports the conflicts the evidence holds
-          (`conflicts`), gives each reading with its sources where the question is ambiguous,
-          and names the passages that disagree where passages disagree about one subject
+          (`conflicts`), gives each reading with its sources where passages disagree, and
+          names the passages that disagree instead where one is an edited copy of another
           (`on_conflict="by_kind"`). `plain=True` is plain RAG (registry.PLAIN_RAG:
           the generator alone); a stage keyword set to None (`detect=None`) runs none of
           its kind.
@@ -289,14 +290,16 @@ class Pipeline:
                 answer = out
         assert answer is not None  # the generator, or the withheld answer in its place
         if self.on_conflict != "resolve":
-            answer = self._apply_policy(question, answer, trace)
+            answer = self._apply_policy(question, answer, trace,
+                                        [*passages, *(r.passage for r in removed)])
         return Result(question, answer, passages, removed, trace, evidence)
 
-    def _apply_policy(self, question: Question, answer: Answer, trace: Trace) -> Answer:
+    def _apply_policy(self, question: Question, answer: Answer, trace: Trace,
+                      passages: Sequence[Passage]) -> Answer:
         """The answer under `on_conflict`, recorded as a `policy/on_conflict` step."""
         with trace.step("policy", "on_conflict", policy=self.on_conflict) as step:
             conflicts = trace.conflicts
-            final = apply_on_conflict(question, answer, conflicts, self.on_conflict)
+            final = apply_on_conflict(question, answer, conflicts, self.on_conflict, passages)
             acted = final.meta.get("conflicts", []) if final is not answer else []
             step.outputs = {"conflicts": acted, "answer": final.text}
             step.decision = (

@@ -345,7 +345,7 @@ class Disagreement:
     ("resolve", "yes"),
     ("surface", "yes (per [p0]); no (per [p1]) — the sources disagree"),
     ("flag", "yes — the sources disagree ([p1])"),
-    ("by_kind", "yes — the sources disagree ([p1])"),
+    ("by_kind", "yes (per [p0]); no (per [p1]) — the sources disagree"),
     ("abstain", ("The evidence conflicts, so no single answer is given: yes (per [p0]); no "
                  "(per [p1]).")),
 ])
@@ -359,10 +359,20 @@ def test_the_conflict_policy_runs_after_every_stage(policy, text):
     assert stages == ["generate", "detect"] + ([] if policy == "resolve" else ["policy"])
     data = result.to_dict()
     assert data["conflicts"][0]["action"] == {
-        "resolve": "reported", "surface": "surfaced", "flag": "flagged", "by_kind": "flagged",
+        "resolve": "reported", "surface": "surfaced", "flag": "flagged", "by_kind": "surfaced",
         "abstain": "abstained"}[policy]
     assert data["on_conflict"] == (None if policy == "resolve" else {
         "on_conflict": policy, "conflicts": [0], "resolved_answer": "yes"})
+
+
+def test_by_kind_flags_a_disagreement_between_two_versions_of_one_text():
+    passages = [Passage("v1", "Built in 1912, the Jones house was home to David and Mary Jones."),
+                Passage("v2", "Built in 1895, the Jones house was home to David and Mary Jones.")]
+    pipeline = Pipeline(VanillaRAG(FakeLLM(default="yes")), detector=Disagreement(),
+                        on_conflict="by_kind")
+    result = pipeline.run("When was the Jones house built?", passages)
+    assert result.answer.text == "yes — the sources disagree ([v2])"
+    assert result.conflicts[0].action == "flagged"
 
 
 def test_a_memory_conflict_alone_leaves_the_answer_under_every_policy():

@@ -45,8 +45,9 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--on-conflict", choices=POLICIES,
                    help="when a stage reports conflicting sources: resolve (the stages decide), "
                    "surface (give each reading with its sources), flag (the answer, naming the "
-                   "passages that disagree), by_kind (surface an ambiguous question's readings, "
-                   "flag any other conflict; default), abstain (say the evidence conflicts)")
+                   "passages that disagree), by_kind (flag where one side is an edited copy of "
+                   "another or a trusted source contradicts the answer, surface otherwise; "
+                   "default), abstain (say the evidence conflicts)")
     g.add_argument("--kb", help="a trusted knowledge base to verify answers against: an index "
                    "directory, lancedb:URI, or a folder of documents (sets antisyco.kb; "
                    "--verify antisyco unless --verify is given)")

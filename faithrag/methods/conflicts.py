@@ -17,9 +17,12 @@ on the conflicts of a kind in `types.POLICY_KINDS` (`passage_vs_passage`, `ambig
 - "flag": the stages' answer stands and names the passages that give another answer, e.g.
   "Mutemath — the sources disagree ([p2])": the user is told, and a reading that may be
   injected or edited is not repeated (its side, with its quote, is in the conflict report).
-- "by_kind": "surface" for `ambiguous` (a question that names several subjects has several
-  right answers), "flag" for the other kinds (of two sides that disagree about one subject,
-  one is wrong).
+- "by_kind": "flag" where one side is known to be wrong, "surface" where the evidence may
+  hold several right answers: a `passage_vs_passage` conflict whose sides hold two versions of
+  one text with a stretch changed (`poison_signals.altered_copies` over the passages given: an
+  edited copy, one version is wrong) and `contradicted_by_trusted_kb` are flagged; `ambiguous`
+  and a disagreement between independent passages (a question may have several answers, the
+  passages may speak of different subjects) are surfaced.
 - "abstain": the answer says the evidence conflicts and lists the sides with their sources;
   `choice_index` is None.
 `context_vs_memory` alone never changes the answer: the project trusts the retrieved context
@@ -36,7 +39,7 @@ Example:
     >>> conflict = Conflict("passage_vs_passage", "conflicts", sides, "reported")
     >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "surface").text
     'Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree'
-    >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "by_kind").text
+    >>> apply_on_conflict(Question("Who?"), Answer("Mutemath"), [conflict], "flag").text
     'Mutemath — the sources disagree ([p2])'
 """
 
@@ -46,6 +49,7 @@ import re
 from collections.abc import Sequence
 
 from faithrag.answers import numeric_containment, same_answer
+from faithrag.methods.poison_signals import altered_copies
 from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
 
 QUOTE_CHARS = 240
@@ -120,6 +124,21 @@ def _dissenting_ids(answer: Answer, conflicts: Sequence[Conflict],
     return list(dict.fromkeys(ids))
 
 
+def holds_edited_copy(conflict: Conflict, passages: Sequence[Passage]) -> bool:
+    """Whether two sides of `conflict` hold two versions of one text with a stretch changed
+    (poison_signals.altered_copies over those of `passages` its sides name)."""
+    by_id = {p.id: p for p in passages}
+    named = [(n, by_id[i]) for n, side in enumerate(conflict.sides) for i in side.passages
+             if i in by_id]
+    pairs = altered_copies([p.text for _, p in named], [p.title for _, p in named])
+    return any(named[pair.first][0] != named[pair.second][0] for pair in pairs)
+
+
+def _flagged_by_kind(conflict: Conflict, passages: Sequence[Passage]) -> bool:
+    return conflict.kind == "contradicted_by_trusted_kb" or (
+        conflict.kind == "passage_vs_passage" and holds_edited_copy(conflict, passages))
+
+
 def _mark(conflicts: Sequence[Conflict], action: str) -> None:
     for conflict in conflicts:
         stage_action = conflict.action
@@ -129,10 +148,11 @@ def _mark(conflicts: Sequence[Conflict], action: str) -> None:
 
 
 def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Conflict],
-                      policy: str) -> Answer:
+                      policy: str, passages: Sequence[Passage] = ()) -> Answer:
     """The answer under `policy` (see the module docstring); `answer` itself when the policy is
-    "resolve" or no conflict of `POLICY_KINDS` was reported. Sets the action of the conflicts
-    acted on."""
+    "resolve" or no conflict of `POLICY_KINDS` was reported. `passages`: the texts the
+    conflicts' sides name ("by_kind" compares them). Sets the action of the conflicts acted
+    on."""
     if policy not in POLICIES:
         raise ValueError(f"on_conflict must be one of {', '.join(POLICIES)}, got {policy!r}")
     acted = [i for i, c in enumerate(conflicts) if c.kind in POLICY_KINDS]
@@ -147,7 +167,7 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
                       f"{_render(readings(chosen, question))}.", None, answer.reason,
                       answer.parse_status, answer.raw, meta)
     shown = [i for i in acted if policy == "surface" or (
-        policy == "by_kind" and conflicts[i].kind == "ambiguous")]
+        policy == "by_kind" and not _flagged_by_kind(conflicts[i], passages))]
     surfaced = [conflicts[i] for i in shown]
     flagged = [conflicts[i] for i in acted if i not in shown]
     text = answer.text

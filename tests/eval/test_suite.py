@@ -74,13 +74,12 @@ def test_each_item_is_answered_both_ways_on_the_same_passages(tmp_path, toy_slic
                           for way in suite.WAYS}
     plain, piped = by_id["toy_conflict/two/plain"], by_id["toy_conflict/two/pipeline"]
     assert plain["passages"] == piped["passages"] == ["two#c0", "two#c1"]
-    # plain RAG answers one reading; the default pipeline reports the conflict and names the
-    # passage that disagrees, without repeating its reading
+    # plain RAG answers one reading; the default pipeline reports the conflict and surfaces both
     assert plain["answer"] == "Mutemath" and not plain["surfaced"] and plain["conflicts"] == []
-    assert not piped["surfaced"] and piped["conflicts"] == ["passage_vs_passage"]
-    assert piped["answer"] == "Mutemath — the sources disagree ([two#c1])"
+    assert piped["surfaced"] and piped["conflicts"] == ["passage_vs_passage"]
+    assert "Mutemath (per [two#c0])" in piped["answer"] and "Coldplay" in piped["answer"]
     assert piped["resolved_answer"] == plain["answer"]
-    assert (plain["correct"], piped["correct"], piped["informed"]) == (False, False, False)
+    assert (plain["correct"], piped["correct"], piped["informed"]) == (False, True, True)
     assert plain["attacked"] is None and plain["kind"] == "conflict"
     clean = by_id["toy_clean/one/pipeline"]
     assert clean["correct"] and not clean["surfaced"] and clean["kind"] == "clean"
@@ -151,13 +150,13 @@ def test_unknown_suites_and_slices_are_refused_before_anything_loads(tmp_path):
     assert "nope" in str(caught.value)
 
 
-def test_surfacing_both_readings_is_correct_where_both_are_gold(tmp_path, toy_slices, llm):
-    surface = Config.load(None, {"llm.backend": "fake", "pipeline.on_conflict": "surface"})
-    records = suite.run_suite(surface, tmp_path, slices=["toy_conflict"],
+def test_a_flagged_answer_is_scored_as_the_answer_it_keeps(tmp_path, toy_slices, llm):
+    flag = Config.load(None, {"llm.backend": "fake", "pipeline.on_conflict": "flag"})
+    records = suite.run_suite(flag, tmp_path, slices=["toy_conflict"],
                               llms={"plain": llm, "pipeline": llm})
     piped = next(r for r in records if r["way"] == "pipeline")
-    assert piped["surfaced"] and "Mutemath (per [two#c0])" in piped["answer"]
-    assert (piped["correct"], piped["informed"]) == (True, True)
+    assert piped["answer"] == "Mutemath — the sources disagree ([two#c1])"
+    assert not piped["surfaced"] and (piped["correct"], piped["informed"]) == (False, False)
 
 
 def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():

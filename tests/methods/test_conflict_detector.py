@@ -549,19 +549,21 @@ def test_cli_ask_detect_conflicts_prints_the_block_and_json_holds_the_report(ask
     assert checks["ambiguous"] == "no_conflict"  # the model says: the same subject
 
 
-def test_cli_ask_flags_a_disagreement_by_default(ask, capsys):
-    assert ask() == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "Answer: Mutemath — the sources disagree ([docs/p2.txt#0])"
-    assert "flagged" in out[2] and "The Beatles" in "\n".join(out[2:])  # the side, in the report
-
-
-def test_cli_ask_surfaces_the_readings_on_request(ask, capsys):
-    assert ask("--plain", "--detect", "conflicts", "--on-conflict", "surface") == 0
+@pytest.mark.parametrize("flags", [(), ("--plain", "--detect", "conflicts", "--on-conflict",
+                                         "surface")])
+def test_cli_ask_surfaces_the_readings_by_default_and_on_request(ask, capsys, flags):
+    assert ask(*flags) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Answer: ") and out[0].endswith("— the sources disagree")
     assert "The Beatles (per [docs/p2.txt#0])" in out[0] and "Mutemath (per [docs/p" in out[0]
     assert "surfaced" in out[2]
+
+
+def test_cli_ask_flags_on_request_without_repeating_the_other_reading(ask, capsys):
+    assert ask("--on-conflict", "flag") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Answer: Mutemath — the sources disagree ([docs/p2.txt#0])"
+    assert "flagged" in out[2] and "The Beatles" in "\n".join(out[2:])  # the side, in the report
 
 
 def test_cli_ask_refuses_a_policy_with_nothing_to_act_on(ask, capsys):

@@ -6,6 +6,7 @@ from faithrag.methods.conflicts import (
     QUOTE_CHARS,
     apply_on_conflict,
     excerpt,
+    holds_edited_copy,
     passages_side,
     readings,
 )
@@ -64,25 +65,58 @@ def test_flag_matches_an_option_by_its_text():
     assert answer.choice_index == 1
 
 
-def test_by_kind_surfaces_ambiguity_and_flags_a_disagreement():
-    ambiguous, disagreement = pair("ambiguous"), pair()
-    listed = apply_on_conflict(QUESTION, Answer("Mutemath"), [ambiguous], "by_kind")
-    assert listed.text == ("Mutemath (per [p1]); The Beatles (per [p2]) — the sources speak of "
-                           "different subjects that share a name")
-    assert listed.meta["readings_listed"] and ambiguous.action == "surfaced"
-    flagged = apply_on_conflict(QUESTION, Answer("Mutemath"), [disagreement], "by_kind")
-    assert flagged.text == "Mutemath — the sources disagree ([p2])"
-    assert not flagged.meta["readings_listed"] and disagreement.action == "flagged"
+BUILT_1912 = Passage("v1", "Built in 1912, the Jones house was home to David and Mary Jones, "
+                     "who lived there until 1950.")
+BUILT_1895 = Passage("v2", "Built in 1895, the Jones house was home to David and Mary Jones, "
+                     "who lived there until 1950.")
+HOUSE = Question("When was the Jones house built?")
 
 
-def test_by_kind_with_both_kinds_lists_the_ambiguous_readings_and_flags_the_rest():
-    edited = Passage("p3", "Armistice was recorded by Queen.")
-    disagreement = Conflict("passage_vs_passage", "conflicts", [
-        passages_side("Mutemath", [MUTEMATH]), passages_side("Queen", [edited])], "reported")
-    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [pair("ambiguous"), disagreement],
-                               "by_kind")
-    assert answer.text.endswith("share a name — the sources disagree ([p3])")
-    assert "Queen" not in answer.text and answer.meta["conflicts"] == [0, 1]
+def versions():
+    return Conflict("passage_vs_passage", "conflicts", [passages_side("1912", [BUILT_1912]),
+                                                        passages_side("1895", [BUILT_1895])],
+                    "reported")
+
+
+def test_holds_edited_copy_compares_the_texts_of_different_sides():
+    assert holds_edited_copy(versions(), [BUILT_1912, BUILT_1895])
+    assert not holds_edited_copy(pair(), [MUTEMATH, BEATLES])
+    assert not holds_edited_copy(versions(), [])  # texts not given: nothing to compare
+    one_side = Conflict("passage_vs_passage", "conflicts",
+                        [passages_side("1912", [BUILT_1912, BUILT_1895])], "reported")
+    assert not holds_edited_copy(one_side, [BUILT_1912, BUILT_1895])
+
+
+def test_by_kind_flags_an_edited_copy_and_surfaces_independent_passages():
+    edited = versions()
+    flagged = apply_on_conflict(HOUSE, Answer("1912"), [edited], "by_kind",
+                                [BUILT_1912, BUILT_1895])
+    assert flagged.text == "1912 — the sources disagree ([v2])"
+    assert not flagged.meta["readings_listed"] and edited.action == "flagged"
+    independent = pair()
+    listed = apply_on_conflict(QUESTION, Answer("Mutemath"), [independent], "by_kind",
+                               [MUTEMATH, BEATLES])
+    assert listed.text == "Mutemath (per [p1]); The Beatles (per [p2]) — the sources disagree"
+    assert listed.meta["readings_listed"] and independent.action == "surfaced"
+
+
+def test_by_kind_flags_a_trusted_sources_contradiction_and_surfaces_ambiguity():
+    kb = Conflict("contradicted_by_trusted_kb", "antisyco",
+                  [ConflictSide("Mutemath", "...", ["kb1"]), passages_side("The Beatles", [BEATLES])],
+                  "repaired")
+    assert apply_on_conflict(QUESTION, Answer("Mutemath"), [kb], "by_kind").text == (
+        "Mutemath — the sources disagree ([p2])")
+    ambiguous = apply_on_conflict(QUESTION, Answer("Mutemath"), [pair("ambiguous")], "by_kind",
+                                  [MUTEMATH, BEATLES])
+    assert ambiguous.text.endswith("— the sources speak of different subjects that share a name")
+
+
+def test_by_kind_with_both_lists_the_independent_readings_and_flags_the_edit():
+    answer = apply_on_conflict(HOUSE, Answer("1912"), [pair("ambiguous"), versions()], "by_kind",
+                               [MUTEMATH, BEATLES, BUILT_1912, BUILT_1895])
+    assert answer.text == ("Mutemath (per [p1]); The Beatles (per [p2]) — the sources speak of "
+                           "different subjects that share a name — the sources disagree ([v2])")
+    assert "1895" not in answer.text and answer.meta["conflicts"] == [0, 1]
 
 
 def test_ambiguity_is_worded_as_two_subjects():

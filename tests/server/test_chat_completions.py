@@ -449,7 +449,7 @@ def tiny_server(start_server, tiny_gguf):
     from faithrag.config import Config
     from faithrag.llm import load_llm
 
-    # plain RAG: the reply streams as the answer is decoded (the default policy, surface,
+    # plain RAG: the reply streams as the answer is decoded (the default policy, by_kind,
     # rewrites the answer after the run, so its reply arrives whole)
     config = Config.load(overrides={**PLAIN_RAG, "llm.model": str(tiny_gguf), "llm.n_ctx": 2048,
                                     "llm.n_threads": 1, "generation.answer_tokens": 64})
