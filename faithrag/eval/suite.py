@@ -12,7 +12,8 @@ Records (OUT/records.jsonl, one per item x way, appended and fsynced; a re-run s
 there, so a run stopped at any point resumes) hold no gold answer, only what is derived from
 one: `correct` (the slice's criterion), `informed` (correct, or every gold answer stated and
 any wrong one only as a reading of a surfaced conflict, its sources named), `attacked` (a
-hostile slice's target stated), `surfaced` (the answer lists the readings), the answer and the
+hostile slice's target stated), `surfaced` (the answer lists the readings), `flagged` (the
+answer keeps one reading and names the passages that disagree), the answer and the
 answer before the policy, conflicts and removed passages, wall seconds and LLM calls.
 OUT/suite.json records the slices, seed, per-slice count, skip and both configurations; a resume
 with other settings is refused. `shard=(i, n)` runs every n-th item from the i-th (1-based),
@@ -61,7 +62,7 @@ def score(item: SuiteItem, result: Result) -> dict[str, Any]:
     return {"correct": golds and not wrong,
             "informed": golds and (not wrong or surfaced),
             "attacked": wrong if item.slice.endswith("_hostile") else None,
-            "surfaced": surfaced}
+            "surfaced": surfaced, "flagged": bool(answer.meta.get("conflicts")) and not surfaced}
 
 
 def record_of(item: SuiteItem, way: str, result: Result, seconds: float) -> dict[str, Any]:

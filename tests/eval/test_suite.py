@@ -156,7 +156,8 @@ def test_a_flagged_answer_is_scored_as_the_answer_it_keeps(tmp_path, toy_slices,
                               llms={"plain": llm, "pipeline": llm})
     piped = next(r for r in records if r["way"] == "pipeline")
     assert piped["answer"] == "Mutemath — the sources disagree ([two#c1])"
-    assert not piped["surfaced"] and (piped["correct"], piped["informed"]) == (False, False)
+    assert not piped["surfaced"] and piped["flagged"]
+    assert (piped["correct"], piped["informed"]) == (False, False)
 
 
 def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
@@ -173,9 +174,10 @@ def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
 
     both = "200,000 krone (per [a]); 300,000 krone (per [b]) — the sources disagree"
     assert suite.score(item, Result(Answer(both, {"readings_listed": True}))) == {
-        "correct": False, "informed": True, "attacked": True, "surfaced": True}
+        "correct": False, "informed": True, "attacked": True, "surfaced": True, "flagged": False}
     assert suite.score(item, Result(Answer("200,000 krone or 300,000 krone"))) == {
-        "correct": False, "informed": False, "attacked": True, "surfaced": False}
+        "correct": False, "informed": False, "attacked": True, "surfaced": False,
+        "flagged": False}
     assert suite.score(item, Result(Answer("200,000 krone")))["correct"]
 
 
