@@ -137,9 +137,8 @@ class Pipeline:
     "resolve" leaves the answer to the stages, "surface" gives each reading with its sources,
     "flag" keeps the answer and names the passages that disagree, "by_kind" flags where one
     side is an edited copy of another or a trusted source contradicts the answer and surfaces
-    the rest, "abstain" says the evidence conflicts;
-    a context-vs-memory conflict alone changes nothing,
-    since the context is trusted over the model's memory).
+    the rest, "abstain" says the evidence conflicts; a context-vs-memory conflict alone changes
+    nothing, since the context is trusted over the model's memory).
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
     stages built by hand), one per kind by the kind's name (`generator=`, `reranker=`, ...;
@@ -302,9 +301,13 @@ class Pipeline:
             final = apply_on_conflict(question, answer, conflicts, self.on_conflict, passages)
             acted = final.meta.get("conflicts", []) if final is not answer else []
             step.outputs = {"conflicts": acted, "answer": final.text}
+            done: dict[str, list[str]] = {}  # action -> the kinds of the conflicts it took
+            for i in acted:
+                done.setdefault(conflicts[i].action, []).append(conflicts[i].kind)
             step.decision = (
-                f"{final.meta['on_conflict']}: {len(acted)} conflict(s) of "
-                f"{', '.join(sorted({conflicts[i].kind for i in acted}))}" if acted else
+                f"{final.meta['on_conflict']}: " + "; ".join(
+                    f"{action} {len(kinds)} conflict(s) of {', '.join(sorted(set(kinds)))}"
+                    for action, kinds in done.items()) if acted else
                 f"no conflict of {', '.join(POLICY_KINDS)} reported: the answer stands")
             return final
 

@@ -248,7 +248,7 @@ def choice_methods() -> frozenset[str]:
 
 
 def check_conflict_policy(on_conflict: str, named: list[tuple[Kind, str]]) -> None:
-    """ConfigError when `on_conflict` acts on conflicts ("surface", "abstain") but none of the
+    """ConfigError when `on_conflict` acts on conflicts (any policy but "resolve") but none of the
     stages `named` ((kind, name) pairs) reports a kind it acts on (types.POLICY_KINDS)."""
     def acted_on(spec: StageSpec) -> bool:
         return bool(set(spec.reports_conflicts) & set(POLICY_KINDS))

@@ -373,6 +373,8 @@ def test_by_kind_flags_a_disagreement_between_two_versions_of_one_text():
     result = pipeline.run("When was the Jones house built?", passages)
     assert result.answer.text == "yes — the sources disagree ([v2])"
     assert result.conflicts[0].action == "flagged"
+    assert result.trace.steps[-1].decision == (
+        "by_kind: flagged 1 conflict(s) of passage_vs_passage")
 
 
 def test_a_memory_conflict_alone_leaves_the_answer_under_every_policy():

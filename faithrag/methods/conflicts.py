@@ -159,7 +159,7 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
     if policy == "resolve" or not acted:
         return answer
     meta = {**answer.meta, "on_conflict": policy, "conflicts": acted,
-            "resolved_answer": answer.text, "readings_listed": policy != "flag"}
+            "resolved_answer": answer.text, "readings_listed": True}
     if policy == "abstain":
         chosen = [conflicts[i] for i in acted]
         _mark(chosen, "abstained")
