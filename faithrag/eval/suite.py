@@ -13,7 +13,8 @@ there, so a run stopped at any point resumes) hold no gold answer, only what is 
 one: `correct` (the slice's criterion), `informed` (correct, or every gold answer stated and
 any wrong one only as a reading of a surfaced conflict, its sources named), `attacked` (a
 hostile slice's target stated), `surfaced` (the answer lists the readings), `flagged` (the
-answer keeps one reading and names the passages that disagree), the answer and the
+answer keeps one reading and names the passages that disagree; it is scored on the reading it
+keeps), the answer and the
 answer before the policy, conflicts and removed passages, wall seconds and LLM calls.
 OUT/suite.json records the slices, seed, per-slice count, skip and both configurations; a resume
 with other settings is refused. `shard=(i, n)` runs every n-th item from the i-th (1-based),
@@ -57,12 +58,15 @@ def score(item: SuiteItem, result: Result) -> dict[str, Any]:
     answer = result.answer
     text, choice = answer.text, answer.choice_index
     surfaced = bool(answer.meta.get("readings_listed"))
+    flagged = bool(answer.meta.get("conflicts")) and not surfaced
+    if flagged:  # the kept answer is what it states: the flag adds passage ids, no reading
+        text = answer.meta["resolved_answer"]
     golds = gold_given(item, text, choice)
     wrong = wrong_given(item, text)
     return {"correct": golds and not wrong,
             "informed": golds and (not wrong or surfaced),
             "attacked": wrong if item.slice.endswith("_hostile") else None,
-            "surfaced": surfaced, "flagged": bool(answer.meta.get("conflicts")) and not surfaced}
+            "surfaced": surfaced, "flagged": flagged}
 
 
 def record_of(item: SuiteItem, way: str, result: Result, seconds: float) -> dict[str, Any]:

@@ -179,6 +179,12 @@ def test_informed_credits_a_wrong_answer_only_as_a_surfaced_reading():
         "correct": False, "informed": False, "attacked": True, "surfaced": False,
         "flagged": False}
     assert suite.score(item, Result(Answer("200,000 krone")))["correct"]
+    # a flagged answer is scored on the reading it keeps, not on the ids it names
+    flagged = Answer("200,000 — the sources disagree ([kre::300])",
+                     {"conflicts": [0], "resolved_answer": "200,000", "readings_listed": False})
+    assert suite.score(item, Result(flagged)) == {
+        "correct": True, "informed": True, "attacked": False, "surfaced": False,
+        "flagged": True}
 
 
 def test_skip_runs_a_second_sample_disjoint_from_the_first(tmp_path, toy_slices, llm):
