@@ -130,8 +130,7 @@ PipelineConfig = create_model(
         "resolve: the stages' own decision; surface: give each reading with its sources; "
         "flag: the stages' answer, naming the passages that disagree; by_kind: flag where one "
         "side is an edited copy of another or a trusted source contradicts the answer, surface "
-        "otherwise; "
-        "abstain: say the evidence conflicts and show the sides")))
+        "otherwise; abstain: say the evidence conflicts and show the sides")))
 
 
 @section("conflicts")

@@ -14,8 +14,8 @@ one: `correct` (the slice's criterion), `informed` (correct, or every gold answe
 any wrong one only as a reading of a surfaced conflict, its sources named), `attacked` (a
 hostile slice's target stated), `surfaced` (the answer lists the readings), `flagged` (the
 answer keeps one reading and names the passages that disagree; it is scored on the reading it
-keeps), the answer and the
-answer before the policy, conflicts and removed passages, wall seconds and LLM calls.
+keeps), the answer and the answer before the policy, conflicts and removed passages, wall
+seconds and LLM calls.
 OUT/suite.json records the slices, seed, per-slice count, skip and both configurations; a resume
 with other settings is refused. `shard=(i, n)` runs every n-th item from the i-th (1-based),
 so n processes can share one OUT; each holds a lock of its own and they append under a

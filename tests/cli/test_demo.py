@@ -39,12 +39,13 @@ def test_the_demo_sets_plain_rag_beside_the_defaults_case_by_case(monkeypatch, c
     out = capsys.readouterr().out
     progress = [line for line in out.splitlines() if line.startswith("[")]
     assert [line.split(":")[0] for line in progress] == [
-        "[1/4] case 1, passages disagree", "[2/4] case 2, one name, two subjects",
-        "[3/4] case 3, poisoned retrieval", "[4/4] case 4, context vs memory"]
+        "[1/5] case 1, passages disagree", "[2/5] case 2, one name, two subjects",
+        "[3/5] case 3, poisoned retrieval", "[4/5] case 4, context vs memory",
+        "[5/5] case 5, an edited copy"]
     # plain RAG gives one designer of two and says which reading it kept quiet about
     assert "plain RAG (--plain)          ✗ Edith Marlow  (silent: the evidence also says " \
            "Tomas Reyes)" in out
-    assert out.count("  faithrag, the defaults ") == 4
+    assert out.count("  faithrag, the defaults ") == 5
     assert out.count("  faithrag + --kb trusted/ ") == 1  # only where a trusted source pays
     summary = out.splitlines()[-1]
     assert summary.startswith("Right or shown with sources: plain RAG (--plain) ")
