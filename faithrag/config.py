@@ -129,8 +129,8 @@ PipelineConfig = create_model(
         "by_kind", description="what the answer does when a stage reports a conflict. "
         "resolve: the stages' own decision; surface: give each reading with its sources; "
         "flag: the stages' answer, naming the passages that disagree; by_kind: flag where one "
-        "side is an edited copy of another or a trusted source contradicts the answer, surface "
-        "otherwise; abstain: say the evidence conflicts and show the sides")))
+        "side is an edited copy of another or a trusted source contradicted or confirmed the "
+        "answer, surface otherwise; abstain: say the evidence conflicts and show the sides")))
 
 
 @section("conflicts")

@@ -136,9 +136,9 @@ class Pipeline:
     `on_conflict` policy over the conflicts the stages reported (faithrag.methods.conflicts:
     "resolve" leaves the answer to the stages, "surface" gives each reading with its sources,
     "flag" keeps the answer and names the passages that disagree, "by_kind" flags where one
-    side is an edited copy of another or a trusted source contradicts the answer and surfaces
-    the rest, "abstain" says the evidence conflicts; a context-vs-memory conflict alone changes
-    nothing, since the context is trusted over the model's memory).
+    side is an edited copy of another or a trusted source contradicted or confirmed the answer
+    and surfaces the rest, "abstain" says the evidence conflicts; a context-vs-memory conflict
+    alone changes nothing, since the context is trusted over the model's memory).
 
     Build it with `Pipeline.from_config`; the constructor takes ready stages (for tests and for
     stages built by hand), one per kind by the kind's name (`generator=`, `reranker=`, ...;

@@ -46,8 +46,8 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                    help="when a stage reports conflicting sources: resolve (the stages decide), "
                    "surface (give each reading with its sources), flag (the answer, naming the "
                    "passages that disagree), by_kind (flag where one side is an edited copy of "
-                   "another or a trusted source contradicts the answer, surface otherwise; "
-                   "default), abstain (say the evidence conflicts)")
+                   "another or a trusted source contradicted or confirmed the answer, surface "
+                   "otherwise; default), abstain (say the evidence conflicts)")
     g.add_argument("--kb", help="a trusted knowledge base to verify answers against: an index "
                    "directory, lancedb:URI, or a folder of documents (sets antisyco.kb; "
                    "--verify antisyco unless --verify is given)")

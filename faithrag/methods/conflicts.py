@@ -20,9 +20,11 @@ on the conflicts of a kind in `types.POLICY_KINDS` (`passage_vs_passage`, `ambig
 - "by_kind": "flag" where one side is known to be wrong, "surface" where the evidence may
   hold several right answers: a `passage_vs_passage` conflict whose sides hold two versions of
   one text with a stretch changed (`poison_signals.altered_copies` over the passages given: an
-  edited copy, one version is wrong) and `contradicted_by_trusted_kb` are flagged; `ambiguous`
-  and a disagreement between independent passages (a question may have several answers, the
-  passages may speak of different subjects) are surfaced.
+  edited copy, one version is wrong) and `contradicted_by_trusted_kb` are flagged, and so is
+  every conflict when a trusted source confirmed the answer (`Answer.meta
+  ["confirmed_by_trusted_kb"]`, set by a verifier); `ambiguous` and a disagreement between
+  independent passages (a question may have several answers, the passages may speak of
+  different subjects) are surfaced.
 - "abstain": the answer says the evidence conflicts and lists the sides with their sources;
   `choice_index` is None.
 `context_vs_memory` alone never changes the answer: the project trusts the retrieved context
@@ -166,8 +168,9 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
         return Answer("The evidence conflicts, so no single answer is given: "
                       f"{_render(readings(chosen, question))}.", None, answer.reason,
                       answer.parse_status, answer.raw, meta)
+    confirmed = bool(answer.meta.get("confirmed_by_trusted_kb"))
     shown = [i for i in acted if policy == "surface" or (
-        policy == "by_kind" and not _flagged_by_kind(conflicts[i], passages))]
+        policy == "by_kind" and not confirmed and not _flagged_by_kind(conflicts[i], passages))]
     surfaced = [conflicts[i] for i in shown]
     flagged = [conflicts[i] for i in acted if i not in shown]
     text = answer.text

@@ -111,6 +111,13 @@ def test_by_kind_flags_a_trusted_sources_contradiction_and_surfaces_ambiguity():
     assert ambiguous.text.endswith("— the sources speak of different subjects that share a name")
 
 
+def test_by_kind_flags_every_conflict_once_a_trusted_source_confirmed_the_answer():
+    confirmed = Answer("Mutemath", meta={"confirmed_by_trusted_kb": True})
+    answer = apply_on_conflict(QUESTION, confirmed, [pair()], "by_kind", [MUTEMATH, BEATLES])
+    assert answer.text == "Mutemath — the sources disagree ([p2])"
+    assert apply_on_conflict(QUESTION, confirmed, [pair()], "surface").meta["readings_listed"]
+
+
 def test_by_kind_with_both_lists_the_independent_readings_and_flags_the_edit():
     answer = apply_on_conflict(HOUSE, Answer("1912"), [pair("ambiguous"), versions()], "by_kind",
                                [MUTEMATH, BEATLES, BUILT_1912, BUILT_1895])

@@ -449,6 +449,8 @@ class AntiSycophancyVerifier:
                                f"intervention): {', '.join(unreadable)}")
             answer.meta = {
                 **draft.meta, "decision": decision, "reasons": reasons, "draft": draft.text,
+                "confirmed_by_trusted_kb": decision == PASS and bool(checks) and all(
+                    c.verdict == "CONSISTENT" for c in checks),
                 "relevance": reflection.relevance, "relevance_label": reflection.relevance_label,
                 "support": reflection.support, "claims": [c.as_dict() for c in checks],
                 "unparsable": len(unreadable), "unparsable_fields": list(unreadable)}

@@ -74,6 +74,7 @@ def test_pass_keeps_the_draft_and_batches_the_reflection():
     llm = Scripted(replies(answer="Alexander Fleming", contradiction="ANSWER: Alexander Fleming"))
     answer, trace = verify(llm, draft="Alexander Fleming", judgements="all")
     assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "PASS"
+    assert answer.meta["confirmed_by_trusted_kb"]  # every claim consistent with the KB
     assert ["relevance", "support"] in llm.batches  # two independent judgements, one call
     assert not any("repair" in b or "fallback" in b for b in llm.batches)
     assert [s.name for s in trace.steps] == ["antisyco/reflect", "antisyco/claims",
@@ -87,6 +88,7 @@ def test_a_repair_answers_with_the_reference_answer_of_the_contradicting_passage
     llm = Scripted(replies(contradiction="ANSWER: Alexander Fleming", repair="unused"))
     answer, trace = verify(llm)
     assert answer.text == "Alexander Fleming" and answer.meta["decision"] == "REPAIR"
+    assert not answer.meta["confirmed_by_trusted_kb"]
     assert llm.batches == [["contradiction"]]  # no repair request
     assert "reference answer" in answer.meta["reasons"][-1]
     assert [s.name for s in trace.steps] == ["antisyco/claims", "antisyco/falsify",
