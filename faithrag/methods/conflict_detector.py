@@ -124,6 +124,7 @@ from faithrag.methods.conflicts import excerpt, passages_side
 from faithrag.methods.judgements import parse_reference_answer
 from faithrag.methods.plain_answer import FREE_FORM, MULTIPLE_CHOICE
 from faithrag.methods.poison_signals import (
+    altered_across,
     altered_copies,
     connected_groups,
     stretch_in,
@@ -297,11 +298,10 @@ def edited_versions(groups: list[AnswerGroup]) -> list[tuple[int, int]]:
     """The pairs (i, j), i < j, of answer groups holding two passages that are one text with a
     stretch changed (faithrag.methods.poison_signals.altered_copies, default settings): an
     edited copy speaks of the same subject as its original, whatever the names say."""
-    owner = [i for i, g in enumerate(groups) for _ in g.passages]
+    owners = [i for i, g in enumerate(groups) for _ in g.passages]
     passages = [p for g in groups for p in g.passages]
-    pairs = altered_copies([p.text for p in passages], [p.title for p in passages])
-    return sorted({(owner[p.first], owner[p.second]) for p in pairs
-                   if owner[p.first] != owner[p.second]})
+    return sorted(altered_across(owners, [p.text for p in passages],
+                                 [p.title for p in passages]))
 
 
 def _reply_confidence(completion: Completion) -> dict[str, float | None]:

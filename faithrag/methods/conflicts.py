@@ -51,7 +51,7 @@ import re
 from collections.abc import Sequence
 
 from faithrag.answers import numeric_containment, same_answer
-from faithrag.methods.poison_signals import altered_copies
+from faithrag.methods.poison_signals import altered_across
 from faithrag.types import POLICY_KINDS, Answer, Conflict, ConflictSide, Passage, Question
 
 QUOTE_CHARS = 240
@@ -132,8 +132,8 @@ def holds_edited_copy(conflict: Conflict, passages: Sequence[Passage]) -> bool:
     by_id = {p.id: p for p in passages}
     named = [(n, by_id[i]) for n, side in enumerate(conflict.sides) for i in side.passages
              if i in by_id]
-    pairs = altered_copies([p.text for _, p in named], [p.title for _, p in named])
-    return any(named[pair.first][0] != named[pair.second][0] for pair in pairs)
+    return bool(altered_across([n for n, _ in named], [p.text for _, p in named],
+                               [p.title for _, p in named]))
 
 
 def _flagged_by_kind(conflict: Conflict, passages: Sequence[Passage]) -> bool:

@@ -136,6 +136,15 @@ def altered_copies(texts: Sequence[str], titles: Sequence[str],
     return pairs
 
 
+def altered_across(owners: Sequence[int], texts: Sequence[str], titles: Sequence[str]
+                   ) -> set[tuple[int, int]]:
+    """The pairs of owners (a, b), a < b, that hold two passages which are one text with a
+    stretch replaced (`altered_copies`); `owners[i]` owns passage i, a pair within one owner
+    does not count."""
+    return {(min(owners[p.first], owners[p.second]), max(owners[p.first], owners[p.second]))
+            for p in altered_copies(texts, titles) if owners[p.first] != owners[p.second]}
+
+
 def spelling_variant(first: str, second: str) -> bool:
     """Whether the two sides of an edit are one wording spelt two ways ("honour" / "honor",
     "organise" / "organize", "centre" / "center", "per cent" / "percent"): no digit, and every

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faithrag import registry
-from faithrag.cli import main
+from faithrag.cli import build_parser, main
 from faithrag.config import Config
 from faithrag.llm.base import ChoiceRequest
 from faithrag.llm.fake import FakeLLM
@@ -519,6 +519,7 @@ def ask(tmp_path, monkeypatch):
         return "The Beatles" if "Beatles" in instruction else "Mutemath"
 
     same_subject = FakeLLM(read, choice_prior=lambda choice: 1.0 if choice == "Yes" else 0.0)
+    build_parser()  # every command module imported first, so none binds the scripted loader
     monkeypatch.setattr("faithrag.llm.load_llm", lambda config: same_subject)
     return lambda *flags: main(["ask", QUESTION.text, "--docs", str(docs),
                                 "--set", "llm.backend=fake", *flags])

@@ -62,6 +62,11 @@ def agreed_reference(references: list[str | None]) -> str | None:
     return first if all(r and same_answer(first, r) for r in references[1:]) else None
 
 
+def every_claim_consistent(checks: list[ClaimCheck]) -> bool:
+    """Whether there are claims and the trusted knowledge base found each CONSISTENT."""
+    return bool(checks) and all(c.verdict == "CONSISTENT" for c in checks)
+
+
 def reference_repair(question: Question, contradicted: list[ClaimCheck]) -> Answer | None:
     """The reference answer (qa mode) that every contradicted claim's trusted passages gave
     (`agreed_reference`); None when there is none or it names no option of a multiple-choice

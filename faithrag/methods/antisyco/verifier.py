@@ -21,6 +21,7 @@ from faithrag.methods.antisyco.claims import (
     Reflection,
     contradiction_summary,
     count_unreadable,
+    every_claim_consistent,
     format_score,
     grounded,
     is_short,
@@ -193,8 +194,7 @@ class AntiSycophancyVerifier:
     def _confirmed(self, checks: list[ClaimCheck]) -> bool:
         """True when every claim is CONSISTENT with the trusted knowledge base and
         `fallback_when_confirmed` is false: the draft cannot then fall back."""
-        return (not self.fallback_when_confirmed and bool(checks)
-                and all(c.verdict == "CONSISTENT" for c in checks))
+        return not self.fallback_when_confirmed and every_claim_consistent(checks)
 
     # ----- phase 2: reflection -----
 
@@ -449,8 +449,7 @@ class AntiSycophancyVerifier:
                                f"intervention): {', '.join(unreadable)}")
             answer.meta = {
                 **draft.meta, "decision": decision, "reasons": reasons, "draft": draft.text,
-                "confirmed_by_trusted_kb": decision == PASS and bool(checks) and all(
-                    c.verdict == "CONSISTENT" for c in checks),
+                "confirmed_by_trusted_kb": decision == PASS and every_claim_consistent(checks),
                 "relevance": reflection.relevance, "relevance_label": reflection.relevance_label,
                 "support": reflection.support, "claims": [c.as_dict() for c in checks],
                 "unparsable": len(unreadable), "unparsable_fields": list(unreadable)}
