@@ -21,8 +21,10 @@ on the conflicts of a kind in `types.POLICY_KINDS` (`passage_vs_passage`, `ambig
   hold several right answers: a `passage_vs_passage` conflict whose sides hold two versions of
   one text with a stretch changed (`poison_signals.altered_copies` over the passages given: an
   edited copy, one version is wrong) and `contradicted_by_trusted_kb` are flagged, and so is
-  every conflict when a trusted source confirmed the answer (`Answer.meta
-  ["confirmed_by_trusted_kb"]`, set by a verifier); `ambiguous` and a disagreement between
+  every conflict when the answer rests on a trusted source: the source confirmed it
+  (`Answer.meta["confirmed_by_trusted_kb"]`, set by a verifier) or the answer was repaired
+  against it (a `contradicted_by_trusted_kb` conflict with the action "repaired"), so no
+  passage's reading takes the verified answer's place; `ambiguous` and a disagreement between
   independent passages (a question may have several answers, the passages may speak of
   different subjects) are surfaced.
 - "abstain": the answer says the evidence conflicts and lists the sides with their sources;
@@ -141,6 +143,14 @@ def _flagged_by_kind(conflict: Conflict, passages: Sequence[Passage]) -> bool:
         conflict.kind == "passage_vs_passage" and holds_edited_copy(conflict, passages))
 
 
+def rests_on_trusted_kb(answer: Answer, conflicts: Sequence[Conflict]) -> bool:
+    """Whether a trusted source decided `answer`: a verifier confirmed every claim of it, or
+    repaired it against the source (one of `conflicts` is a repaired
+    `contradicted_by_trusted_kb`)."""
+    return bool(answer.meta.get("confirmed_by_trusted_kb")) or any(
+        c.kind == "contradicted_by_trusted_kb" and c.action == "repaired" for c in conflicts)
+
+
 def _mark(conflicts: Sequence[Conflict], action: str) -> None:
     for conflict in conflicts:
         stage_action = conflict.action
@@ -168,9 +178,9 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
         return Answer("The evidence conflicts, so no single answer is given: "
                       f"{_render(readings(chosen, question))}.", None, answer.reason,
                       answer.parse_status, answer.raw, meta)
-    confirmed = bool(answer.meta.get("confirmed_by_trusted_kb"))
+    trusted = rests_on_trusted_kb(answer, conflicts)
     shown = [i for i in acted if policy == "surface" or (
-        policy == "by_kind" and not confirmed and not _flagged_by_kind(conflicts[i], passages))]
+        policy == "by_kind" and not trusted and not _flagged_by_kind(conflicts[i], passages))]
     surfaced = [conflicts[i] for i in shown]
     flagged = [conflicts[i] for i in acted if i not in shown]
     text = answer.text

@@ -118,6 +118,19 @@ def test_by_kind_flags_every_conflict_once_a_trusted_source_confirmed_the_answer
     assert apply_on_conflict(QUESTION, confirmed, [pair()], "surface").meta["readings_listed"]
 
 
+def test_by_kind_keeps_an_answer_repaired_against_a_trusted_source():
+    repaired = Conflict("contradicted_by_trusted_kb", "antisyco",
+                        [ConflictSide("The Beatles", "...", ["p2"], "draft"),
+                         ConflictSide("Mutemath", "...", ["kb1"], "kb")], "repaired")
+    kept = Conflict("contradicted_by_trusted_kb", "antisyco", repaired.sides, "kept")
+    answer = apply_on_conflict(QUESTION, Answer("Mutemath"), [pair(), repaired], "by_kind",
+                               [MUTEMATH, BEATLES])
+    assert answer.text == "Mutemath — the sources disagree ([p2])"
+    assert not answer.meta["readings_listed"]
+    assert apply_on_conflict(QUESTION, Answer("The Beatles"), [pair(), kept], "by_kind",
+                             [MUTEMATH, BEATLES]).meta["readings_listed"]
+
+
 def test_by_kind_with_both_lists_the_independent_readings_and_flags_the_edit():
     answer = apply_on_conflict(HOUSE, Answer("1912"), [pair("ambiguous"), versions()], "by_kind",
                                [MUTEMATH, BEATLES, BUILT_1912, BUILT_1895])
