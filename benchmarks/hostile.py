@@ -387,7 +387,12 @@ def answers_table(dirs: list[str], data_dir: str | None = None) -> str:
         rerank = staged_manifest.get("rerank")
         if rerank == "poison_filter" and windows:
             rerank += f" (window_words={windows})"
-        stages = " + ".join(stage for stage in (rerank, staged_manifest.get("verify"))
+        detect = staged_manifest.get("detect")
+        if detect:
+            policy = ((staged_manifest.get("config") or {}).get("pipeline") or {}).get(
+                "on_conflict")
+            detect += f" ({policy})" if policy else ""
+        stages = " + ".join(stage for stage in (rerank, staged_manifest.get("verify"), detect)
                             if stage) or "none"
         plain = _records(plain_dir)
         rows = [(stages, _records(staged_dir))]
@@ -471,8 +476,8 @@ def poison_filter(args: argparse.Namespace) -> None:
 
     `--answers PLAIN FILTERED [PLAIN FILTERED ...]` instead compares `faithrag hostile run`
     directories pair by pair on the items both answered (plain RAG, then the same run with
-    `--rerank poison_filter` and, if given, `--verify antisyco`; each row names the second run's
-    stages and both runs' k): accuracy and attack success with Wilson intervals, discordant
+    `--rerank poison_filter` and, if given, `--verify antisyco`, or the defaults' detector and
+    policy; each row names the second run's stages and both runs' k): accuracy and attack success with Wilson intervals, discordant
     counts and McNemar's exact p, and the ratio of their summed seconds. A verified run adds a
     row for its drafts (the stages before the verifier, scored on `--data-dir`'s setting)."""
     if args.answers:

@@ -139,8 +139,11 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
     windowed = answers("windowed", [True, True, True, False], [0, 0, 0, 0], 1.0,
                        rerank="poison_filter",
                        config={"poison_filter": {"window_words": 25}})
+    defaults = answers("defaults", [True, True, True, True], [0, 0, 0, 0], 3.0,
+                       verify="antisyco", detect="conflicts",
+                       config={"pipeline": {"on_conflict": "by_kind"}})
     hostile.main(["poison-filter", "--answers", str(plain), str(filtered), str(plain),
-                  str(verified), str(plain), str(windowed)])
+                  str(verified), str(plain), str(windowed), str(plain), str(defaults)])
     rows = capsys.readouterr().out.splitlines()[2:]
     assert rows[0].startswith("| kre_squad (hostile) | standard | poison_filter | 2 / 2 | 4 | "
                               "50 [15, 85] → 75 [30, 95] (1 / 2, 1) | "
@@ -149,6 +152,7 @@ def test_the_filter_is_compared_with_plain_rag_pair_by_pair(tmp_path, write_run,
     assert rows[1].startswith("| kre_squad (hostile) | standard | poison_filter + antisyco | ")
     assert rows[1].endswith("| 1.50 |")
     assert rows[2].startswith("| kre_squad (hostile) | standard | poison_filter (window_words=25) | ")
+    assert rows[3].startswith("| kre_squad (hostile) | standard | antisyco + conflicts (by_kind) | ")
     with pytest.raises(SystemExit):
         hostile.main(["poison-filter", "--answers", str(plain)])
 
