@@ -477,9 +477,10 @@ def poison_filter(args: argparse.Namespace) -> None:
     `--answers PLAIN FILTERED [PLAIN FILTERED ...]` instead compares `faithrag hostile run`
     directories pair by pair on the items both answered (plain RAG, then the same run with
     `--rerank poison_filter` and, if given, `--verify antisyco`, or the defaults' detector and
-    policy; each row names the second run's stages and both runs' k): accuracy and attack success with Wilson intervals, discordant
-    counts and McNemar's exact p, and the ratio of their summed seconds. A verified run adds a
-    row for its drafts (the stages before the verifier, scored on `--data-dir`'s setting)."""
+    policy; each row names the second run's stages and both runs' k): accuracy and attack
+    success with Wilson intervals, discordant counts and McNemar's exact p, and the ratio of
+    their summed seconds. A verified run adds a row for its drafts (the stages before the
+    verifier, scored on `--data-dir`'s setting)."""
     if args.answers:
         if len(args.answers) % 2:
             args.error("--answers takes pairs: PLAIN FILTERED [PLAIN FILTERED ...]")

@@ -143,7 +143,7 @@ def _flagged_by_kind(conflict: Conflict, passages: Sequence[Passage]) -> bool:
         conflict.kind == "passage_vs_passage" and holds_edited_copy(conflict, passages))
 
 
-def rests_on_trusted_kb(answer: Answer, conflicts: Sequence[Conflict]) -> bool:
+def _rests_on_trusted_kb(answer: Answer, conflicts: Sequence[Conflict]) -> bool:
     """Whether a trusted source decided `answer`: a verifier confirmed every claim of it, or
     repaired it against the source (one of `conflicts` is a repaired
     `contradicted_by_trusted_kb`)."""
@@ -178,7 +178,7 @@ def apply_on_conflict(question: Question, answer: Answer, conflicts: Sequence[Co
         return Answer("The evidence conflicts, so no single answer is given: "
                       f"{_render(readings(chosen, question))}.", None, answer.reason,
                       answer.parse_status, answer.raw, meta)
-    trusted = rests_on_trusted_kb(answer, conflicts)
+    trusted = _rests_on_trusted_kb(answer, conflicts)
     shown = [i for i in acted if policy == "surface" or (
         policy == "by_kind" and not trusted and not _flagged_by_kind(conflicts[i], passages))]
     surfaced = [conflicts[i] for i in shown]
