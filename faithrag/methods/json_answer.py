@@ -67,12 +67,18 @@ def parse_json_answer(text: str, choices: Sequence[str]) -> JsonAnswer:
 
 
 _REASON_KEY = re.compile(r"""["']?reason["']?\s*:\s*(["'])""", re.IGNORECASE)
+# a reply stopped right after the key: only a code fence, "{" and the key before it
+_REASON_KEY_ALONE = re.compile(r"""\s*(?:```\w*\s*)?\{?\s*["']?reason["']?\s*:\s*""",
+                               re.IGNORECASE)
 
 
 def read_reason(text: str) -> tuple[str, str]:
     """The "Reason" of a reply that was stopped before its "Answer" key, and how it was read:
-    "complete" (its closing quote seen), "truncated" (the reply ended inside it) or "unlabelled"
-    (no Reason key: the whole reply, trimmed of braces and quotes, is the reason)."""
+    "complete" (its closing quote seen), "truncated" (the reply ended inside it, or right after
+    its key: the reason is then empty) or "unlabelled" (no Reason key: the whole reply, trimmed
+    of braces and quotes, is the reason)."""
+    if _REASON_KEY_ALONE.fullmatch(text):
+        return "", "truncated"
     opened = _REASON_KEY.search(text)
     if not opened:
         return text.strip().strip("`{}\"' \n,"), "unlabelled"

@@ -1,6 +1,6 @@
 import json
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from faithrag.methods.json_answer import parse_json_answer, read_reason
@@ -50,10 +50,16 @@ def test_reason_read_before_the_answer_key():
                                                                        "complete")
     assert read_reason('{"Reason": "cut by the token cap') == ("cut by the token cap", "truncated")
     assert read_reason("The context says Sydney.") == ("The context says Sydney.", "unlabelled")
+    # stopped right after the key (a reason written "Answer" meets the stop string): no reason
+    assert read_reason('{"Reason": ') == ("", "truncated")
+    assert read_reason("```json\n{'reason':") == ("", "truncated")
+    assert read_reason("The reason:") == ("The reason:", "unlabelled")
 
 
 @given(st.text(max_size=80), st.booleans())
 def test_fuzz_reason_roundtrip(reason, ascii_only):
+    # a reason whose JSON form holds the stop string ends the generation inside it
+    assume('"Answer"' not in json.dumps(reason, ensure_ascii=ascii_only))
     reply = json.dumps({"Reason": reason, "Answer": "Sydney"}, ensure_ascii=ascii_only)
     assert read_reason(cut_at_answer(reply)) == (reason, "complete")
 
